@@ -1,0 +1,1 @@
+"""Dataset loaders and builders (HF datasets, parquet rows for slime's --prompt-data)."""

@@ -1,0 +1,1 @@
+"""Environments shipped with vlm-envs: one module or package per env."""
