@@ -1,6 +1,6 @@
 """vlm-envs: multi-turn vision-language environments for RL post-training of VLMs."""
 
-from vlm_envs.protocol import EpisodeFinishedError, Env, Observation, StepInfo
+from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
 from vlm_envs.registry import EnvSpec, UnknownEnvError, build_env, list_envs, register
 
 __all__ = [

@@ -7,7 +7,7 @@ role and the images as ``uint8`` arrays of shape (H, W, 3); ``step`` returns gym
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium
 import numpy as np
@@ -77,7 +77,7 @@ def observation_to_gym(obs: Observation) -> dict[str, Any]:
 class GymEnv(gymnasium.Env):
     """Wraps a vlm-envs :class:`Env`; the protocol env stays reachable as ``.vlm_env``."""
 
-    metadata = {"render_modes": ["rgb_array"]}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"]}
 
     def __init__(self, env: str, render_mode: str | None = None, **config: Any):
         self.vlm_env: Env = build_env(env, **config)

@@ -65,6 +65,22 @@ class EnvSpec:
             raise EnvLoadError(f"env {self.name!r}{owner}: module {module_name!r} has no build_env()")
         return obj
 
+    def make(self, sample: Any = None, args: Any = None, **config: Any) -> Env:
+        """Build the env; ``config`` overrides the spec's default kwargs (see :func:`build_env`)."""
+        target = self.load()
+        merged = {**self.kwargs, **config}
+        if isinstance(target, type) and issubclass(target, Env):
+            env = target(**resolve_env_config(sample, merged))
+        else:
+            factory = getattr(target, "build_env", target)
+            env = factory(sample=sample, args=args, **merged)
+        if not isinstance(env, Env):
+            raise TypeError(
+                f"env {self.name!r}: {self.target} built {type(env).__name__}, not a vlm_envs Env"
+            )
+        env.spec = dataclasses.replace(self, kwargs=merged)
+        return env
+
     def describe(self) -> str:
         """The env's one-line description (loads the target)."""
         obj = self.load()
@@ -137,15 +153,4 @@ def build_env(name_or_path: str, sample: Any = None, args: Any = None, **config:
     ``sample`` (slime's ``Sample`` or a dataset row) may carry per-sample config in
     ``metadata["env_config"]``; ``args`` are the trainer's args (``max_turns``); ``config`` wins.
     """
-    spec = get_spec(name_or_path)
-    target = spec.load()
-    merged = {**spec.kwargs, **config}
-    if isinstance(target, type) and issubclass(target, Env):
-        env = target(**resolve_env_config(sample, merged))
-    else:
-        factory = getattr(target, "build_env", target)
-        env = factory(sample=sample, args=args, **merged)
-    if not isinstance(env, Env):
-        raise TypeError(f"env {spec.name!r}: {spec.target} built {type(env).__name__}, not a vlm_envs Env")
-    env.spec = dataclasses.replace(spec, kwargs=merged)
-    return env
+    return get_spec(name_or_path).make(sample=sample, args=args, **config)

@@ -1,0 +1,28 @@
+# `make test` works on a fresh machine with only python3: it builds .venv, installs, lints and tests.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+# torch first and pinned: this is the CPU build on these machines; an unpinned torch pulls CUDA wheels.
+TORCH := torch==2.13.0
+
+.PHONY: install lint test clean
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -m pip install -q -e ".[rollout,data,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+test: lint
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Toy envs for the foundation tests, importable as a user package would be."""

@@ -1,0 +1,77 @@
+"""Deliberately broken variants of ColorsEnv, each breaking one rule that check_env must catch."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from typing import Any
+
+from toyenvs.colors import ColorsEnv
+from vlm_envs import Observation, StepInfo
+
+
+class UnseededReset(ColorsEnv):
+    """Ignores the reset seed."""
+
+    def reset(self, seed: int | None = None):
+        return super().reset(seed=random.SystemRandom().randrange(1 << 30))
+
+
+class DropsImages(ColorsEnv):
+    """Its chat message leaves the images out."""
+
+    def format_observation(self, obs: Observation) -> dict[str, Any]:
+        return {"role": obs.role, "content": [{"type": "text", "text": obs.text}]}
+
+
+class SwapsImages(ColorsEnv):
+    """Its chat message holds a different picture than the observation."""
+
+    def format_observation(self, obs: Observation) -> dict[str, Any]:
+        parts = obs.parts()
+        for part in parts:
+            if part["type"] == "image":
+                part["image"] = part["image"].rotate(90)
+        return {"role": obs.role, "content": parts}
+
+
+class RaisesOnGarbage(ColorsEnv):
+    """Parses the response as JSON without guarding it."""
+
+    def step(self, response_text: str):
+        json.loads(response_text) if "{" in response_text else None
+        return super().step(response_text)
+
+
+class HangsOnLongInput(ColorsEnv):
+    """Does unbounded work on long responses."""
+
+    def step(self, response_text: str):
+        if len(response_text) > 100_000:
+            time.sleep(30)
+        return super().step(response_text)
+
+
+class NeverRaisesAfterEnd(ColorsEnv):
+    """Keeps answering after the episode ended."""
+
+    def step(self, response_text: str):
+        if self._done:
+            return Observation(text="over"), True, StepInfo()
+        return super().step(response_text)
+
+
+class HashSeeded(ColorsEnv):
+    """Derives its level from hash(), which changes with PYTHONHASHSEED."""
+
+    def reset(self, seed: int | None = None):
+        return super().reset(seed=hash(f"level-{seed}") % (1 << 30))
+
+
+class NanReward(ColorsEnv):
+    """Returns a reward that is not a number."""
+
+    def step(self, response_text: str):
+        obs, done, info = super().step(response_text)
+        return obs, done, info.model_copy(update={"reward": float("nan")})

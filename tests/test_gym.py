@@ -1,0 +1,48 @@
+import gymnasium
+import numpy as np
+import pytest
+
+from vlm_envs.gym import GymEnv, ImageListSpace, TextSpace
+
+
+def test_registered_ids_exist_for_builtin_envs():
+    import vlm_envs  # noqa: F401  (importing registers the ids)
+
+    assert "vlm_envs/Sokoban-v0" in gymnasium.registry
+    assert "vlm_envs/Geo3k-v0" in gymnasium.registry
+
+
+def test_third_party_env_through_gymnasium_make(third_party):
+    from vlm_envs.gym import register_gym_envs
+
+    register_gym_envs()
+    env = gymnasium.make("vlm_envs/Colors-v0", size=28, render_mode="rgb_array")
+    obs, info = env.reset(seed=5)
+    assert env.observation_space.contains(obs)
+    assert obs["images"][0].shape == (28, 28, 3) and obs["images"][0].dtype == np.uint8
+    assert env.action_space.contains("<answer>red</answer>")
+    assert env.render().shape == (28, 28, 3)
+    _, reward, terminated, truncated, step_info = env.step(f"<answer>{info['color']}</answer>")
+    assert (reward, terminated, truncated) == (1.0, True, False)
+    assert step_info["metrics"]["success"] is True
+    again, _ = env.reset(seed=5)
+    assert np.array_equal(again["images"][0], obs["images"][0])
+    env.close()
+
+
+def test_truncation_is_reported_as_truncated():
+    env = GymEnv("toyenvs.colors", max_turns=1)
+    env.reset(seed=0)
+    _, reward, terminated, truncated, _ = env.step("no answer")
+    assert (reward, terminated, truncated) == (0.0, False, True)
+
+
+def test_spaces():
+    text = TextSpace(max_length=4)
+    assert text.contains("abcd") and not text.contains("abcde") and not text.contains(3)
+    assert isinstance(text.sample(), str)
+    images = ImageListSpace(seed=1)
+    assert images.contains(images.sample())
+    assert not images.contains((np.zeros((2, 2), dtype=np.uint8),))
+    with pytest.raises(gymnasium.error.NameNotFound):
+        gymnasium.make("vlm_envs/Nope-v0")
