@@ -1,0 +1,438 @@
+"""Chat-template and processor encoding for multi-turn rollouts.
+
+:class:`ChatCodec` turns the prompt messages into token ids (images expanded to their pad tokens)
+plus the tensors a trainer needs, and each later observation into the exact token delta the chat
+template appends after a finished assistant turn, ending with the generation prompt. The delta is
+cut from a short fixed reference conversation, so its cost does not grow with the episode.
+
+It works with a Qwen-VL-family processor (an ``image_processor`` with ``patch_size``,
+``merge_size`` and min/max pixels, giving ``pixel_values`` and ``image_grid_thw``) or with a plain
+tokenizer for text-only conversations. Messages are chat messages whose content is a string or a
+list of parts ``{"type": "text", "text": ...}`` / ``{"type": "image", "image": PIL.Image}``, as
+``Env.format_observation`` gives them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from PIL import Image
+
+# Qwen-VL special token names (Qwen2-VL / Qwen2.5-VL / Qwen3-VL tokenizers).
+IMAGE_TOKEN = "<|image_pad|>"
+VIDEO_TOKEN = "<|video_pad|>"
+VISION_START_TOKEN = "<|vision_start|>"
+VISION_END_TOKEN = "<|vision_end|>"
+VISION_PAD_TOKEN = "<|vision_pad|>"
+
+# Content of the reference conversation the observation deltas are cut from.
+_REF_SYSTEM = "S"
+_REF_USER = "U"
+_REF_ASSISTANT = "\u2063VLMENVS-ASSISTANT-TURN\u2063"
+# Stands for the k-th assistant content in render_conversation (cannot occur in a template's own text).
+_SPLICE = "\u2063VLMENVS-SPLICE-{}\u2063"
+
+
+class CodecError(ValueError):
+    """A conversation, image or template the codec cannot encode faithfully."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessedImage:
+    """One image as the model sees it: resized to the processor's grid, and its processor output.
+
+    The tensors are shared through the codec's cache: treat them as read-only.
+    """
+
+    image: Image.Image
+    pixel_values: torch.Tensor
+    grid_thw: tuple[int, int, int]
+    num_tokens: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Encoded:
+    """Token ids for one piece of a conversation and the images it brings, in placeholder order.
+
+    ``ids`` are the training ids (each image expanded to ``num_tokens`` pad tokens); ``engine_ids``
+    are the same with one unexpanded pad token per image, for engines that expand images themselves.
+    """
+
+    ids: list[int]
+    engine_ids: list[int]
+    images: list[ProcessedImage]
+    text: str
+
+    @property
+    def pil_images(self) -> list[Image.Image]:
+        """The resized images, as an engine should receive them."""
+        return [p.image for p in self.images]
+
+    @property
+    def pixel_values(self) -> torch.Tensor | None:
+        """Processor pixel rows of all images, concatenated in order (``None`` without images)."""
+        return torch.cat([p.pixel_values for p in self.images]) if self.images else None
+
+    @property
+    def image_grid_thw(self) -> torch.Tensor | None:
+        """One ``(t, h, w)`` patch-grid row per image (``None`` without images)."""
+        return torch.tensor([p.grid_thw for p in self.images], dtype=torch.long) if self.images else None
+
+    def train_inputs(self) -> dict[str, torch.Tensor]:
+        """``{"pixel_values", "image_grid_thw"}`` for the trainer, or ``{}`` without images."""
+        if not self.images:
+            return {}
+        return {"pixel_values": self.pixel_values, "image_grid_thw": self.image_grid_thw}
+
+
+class _ByteLRU:
+    """A thread-safe LRU of processed images, bounded by the bytes of their pixel values."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[str, ProcessedImage] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> ProcessedImage | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                self.misses += 1
+                return None
+            self.hits += 1
+            self._items.move_to_end(key)
+            return item
+
+    def put(self, key: str, item: ProcessedImage) -> None:
+        size = item.pixel_values.nbytes
+        if size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old.pixel_values.nbytes
+            self._items[key] = item
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, evicted = self._items.popitem(last=False)
+                self._bytes -= evicted.pixel_values.nbytes
+
+
+def image_digest(image: Image.Image) -> str:
+    """A content key for an image: same mode, size and pixels give the same key in any process."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{image.mode}:{image.size[0]}x{image.size[1]}:".encode())
+    h.update(image.tobytes())
+    return h.hexdigest()
+
+
+def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
+    """The Qwen-VL target size: both sides multiples of ``factor``, area within the pixel limits,
+    aspect ratio kept as well as possible (the rule of the Qwen2-VL image processor)."""
+    if min(height, width) <= 0 or max(height, width) / min(height, width) > 200:
+        raise CodecError(
+            f"image of {width}x{height} pixels: sides must be positive, aspect ratio at most 200"
+        )
+    h = max(factor, round(height / factor) * factor)
+    w = max(factor, round(width / factor) * factor)
+    if h * w > max_pixels:
+        scale = math.sqrt(height * width / max_pixels)
+        h = max(factor, math.floor(height / scale / factor) * factor)
+        w = max(factor, math.floor(width / scale / factor) * factor)
+    elif h * w < min_pixels:
+        scale = math.sqrt(min_pixels / (height * width))
+        h = math.ceil(height * scale / factor) * factor
+        w = math.ceil(width * scale / factor) * factor
+    return h, w
+
+
+class ChatCodec:
+    """Encodes prompts and observation deltas with a chat template, token-exactly.
+
+    ``processor_or_tokenizer`` is a Qwen-VL-family processor (images allowed) or a tokenizer with a
+    chat template (text only). ``chat_template`` overrides the one it carries. Processed images are
+    cached by content, up to ``cache_bytes`` of pixel values.
+    """
+
+    def __init__(
+        self, processor_or_tokenizer: Any, *, chat_template: str | None = None, cache_bytes: int = 256 << 20
+    ) -> None:
+        obj = processor_or_tokenizer
+        self.processor = obj if hasattr(obj, "image_processor") else None
+        self.tokenizer = obj.tokenizer if self.processor is not None else obj
+        self.chat_template = (
+            chat_template or getattr(obj, "chat_template", None) or self.tokenizer.chat_template
+        )
+        if not self.chat_template:
+            raise CodecError("the processor/tokenizer has no chat template: pass chat_template=")
+        self._backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        self._cache = _ByteLRU(cache_bytes)
+
+        vocab = self.tokenizer.get_vocab()
+        image_token = getattr(self.processor, "image_token", IMAGE_TOKEN)
+        video_token = getattr(self.processor, "video_token", VIDEO_TOKEN)
+        self.image_token_id: int | None = vocab.get(image_token)
+        self.video_token_id: int | None = vocab.get(video_token)
+        names = (image_token, video_token, VISION_START_TOKEN, VISION_END_TOKEN, VISION_PAD_TOKEN)
+        #: Ids that may only appear where the codec puts them; a generated one must end the episode.
+        self.special_image_ids: frozenset[int] = frozenset(vocab[n] for n in names if n in vocab)
+
+        if self.processor is not None:
+            self._init_image_params(self.processor.image_processor)
+            if self.image_token_id is None:
+                raise CodecError(f"the tokenizer has no image token {image_token!r}")
+        self.end_of_turn_id = self._find_end_of_turn()
+        eos = self.tokenizer.eos_token_id
+        #: Token ids that end a generated turn: the template's end-of-turn token, then the tokenizer's eos.
+        self.stop_token_ids: list[int] = [self.end_of_turn_id] + (
+            [eos] if eos is not None and eos != self.end_of_turn_id else []
+        )
+
+    # ---- images -----------------------------------------------------------------------------------
+
+    def _init_image_params(self, image_processor: Any) -> None:
+        try:
+            self.patch_size = int(image_processor.patch_size)
+            self.merge_size = int(image_processor.merge_size)
+        except (AttributeError, TypeError) as err:
+            raise CodecError("the image processor has no patch_size/merge_size (not a Qwen-VL one)") from err
+        size = image_processor.size
+        get = size.get if isinstance(size, Mapping) else lambda k: getattr(size, k, None)
+        self.min_pixels = int(get("shortest_edge") or getattr(image_processor, "min_pixels", 0) or 0)
+        self.max_pixels = int(get("longest_edge") or getattr(image_processor, "max_pixels", 0) or 0)
+        if not self.min_pixels or not self.max_pixels:
+            raise CodecError(f"the image processor's size {size!r} names no min/max pixels")
+        self._resample = Image.Resampling(int(getattr(image_processor, "resample", Image.Resampling.BICUBIC)))
+
+    def target_size(self, width: int, height: int) -> tuple[int, int]:
+        """``(width, height)`` the processor resizes an image of this size to."""
+        self._require_images()
+        h, w = smart_resize(
+            height, width, self.patch_size * self.merge_size, self.min_pixels, self.max_pixels
+        )
+        return w, h
+
+    def process_image(self, image: Image.Image) -> ProcessedImage:
+        """Resize ``image`` the way the processor will and run it; cached by image content."""
+        self._require_images()
+        key = image_digest(image)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        rgb = image if image.mode == "RGB" else image.convert("RGB")
+        size = self.target_size(*rgb.size)
+        if rgb.size != size:
+            rgb = rgb.resize(size, self._resample)
+        out = self.processor.image_processor(images=[rgb], return_tensors="pt")
+        grid = tuple(int(x) for x in out["image_grid_thw"][0])
+        if grid[1] * self.patch_size != size[1] or grid[2] * self.patch_size != size[0]:
+            raise CodecError(
+                f"processor grid {grid} does not match the target size {size} (patch {self.patch_size})"
+            )
+        item = ProcessedImage(
+            image=rgb,
+            pixel_values=out["pixel_values"],
+            grid_thw=grid,  # type: ignore[arg-type]
+            num_tokens=math.prod(grid) // self.merge_size**2,
+        )
+        self._cache.put(key, item)
+        return item
+
+    @property
+    def cache_stats(self) -> tuple[int, int]:
+        """``(hits, misses)`` of the processed-image cache."""
+        return self._cache.hits, self._cache.misses
+
+    def _require_images(self) -> None:
+        if self.processor is None:
+            raise CodecError("this codec wraps a plain tokenizer: images need a processor")
+
+    # ---- text -------------------------------------------------------------------------------------
+
+    def tokenize(self, text: str) -> list[int]:
+        """Token ids of ``text`` (special tokens recognised, none added)."""
+        if self._backend is not None:
+            return self._backend.encode(text, add_special_tokens=False).ids
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        """Text of ``ids``."""
+        return self.tokenizer.decode(list(ids), skip_special_tokens=skip_special_tokens)
+
+    def render(self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = False) -> str:
+        """The chat template's text for ``messages`` (image parts need no image object here)."""
+        return self.tokenizer.apply_chat_template(
+            [self._template_message(m) for m in messages],
+            chat_template=self.chat_template,
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+        )
+
+    def _template_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        content = message.get("content")
+        if content is None or isinstance(content, str):
+            return {"role": message["role"], "content": content or ""}
+        parts: list[dict[str, Any]] = []
+        for part in content:
+            kind = part.get("type")
+            if kind == "image" or (kind is None and "image" in part):
+                if self.processor is None:
+                    raise CodecError("an image part reached a text-only codec (a plain tokenizer)")
+                parts.append({"type": "image"})
+            elif kind == "text" or (kind is None and "text" in part):
+                parts.append({"type": "text", "text": str(part.get("text", ""))})
+            else:
+                raise CodecError(f"unsupported content part type {kind!r} (only text and image)")
+        if self.processor is None:  # text-only templates expect a string
+            return {"role": message["role"], "content": "".join(p["text"] for p in parts)}
+        return {"role": message["role"], "content": parts}
+
+    # ---- encoding ---------------------------------------------------------------------------------
+
+    def encode_prompt(
+        self, messages: Sequence[Mapping[str, Any]], images: Sequence[Image.Image] | None = None
+    ) -> Encoded:
+        """The prompt: ``messages`` rendered with the generation prompt, images expanded.
+
+        ``images`` are the images of the image parts in order; without it they are taken from the
+        parts' ``"image"`` values.
+        """
+        text = self.render(messages, add_generation_prompt=True)
+        return self._encode_text(text, self._collect_images(messages, images))
+
+    def encode_observation(
+        self, message: Mapping[str, Any], images: Sequence[Image.Image] | None = None, *, ended_with_eos: bool
+    ) -> Encoded:
+        """The tokens the template appends after a finished assistant turn for ``message``.
+
+        They run from the end of the assistant's content through ``message`` to the generation
+        prompt. ``ended_with_eos`` says whether the generated ids already end with the end-of-turn
+        token; if not (stop string, length) the delta starts with it.
+        """
+        ref = [
+            {"role": "system", "content": _REF_SYSTEM},
+            {"role": "user", "content": _REF_USER},
+            {"role": "assistant", "content": _REF_ASSISTANT},
+            message,
+        ]
+        text = self.render(ref, add_generation_prompt=True)
+        delta = text[text.index(_REF_ASSISTANT) + len(_REF_ASSISTANT) :]
+        encoded = self._encode_text(delta, self._collect_images([message], images))
+        if encoded.ids[:1] != [self.end_of_turn_id]:
+            raise CodecError("the template does not close the assistant turn with its end-of-turn token")
+        if not ended_with_eos:
+            return encoded
+        return dataclasses.replace(
+            encoded,
+            ids=encoded.ids[1:],
+            engine_ids=encoded.engine_ids[1:],
+            text=delta[len(self.tokenizer.convert_ids_to_tokens(self.end_of_turn_id)) :],
+        )
+
+    def render_conversation(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        images: Sequence[Image.Image] | None = None,
+        assistant_token_ids: Sequence[Sequence[int]] | None = None,
+        add_generation_prompt: bool = False,
+    ) -> list[int]:
+        """The whole conversation through the chat template, tokenized, images expanded.
+
+        For the sanity check of a finished episode. ``assistant_token_ids[k]``, if given, stands for
+        the content of the k-th assistant message (the generated ids without the end-of-turn token),
+        so a model's non-canonical tokenization does not count as a difference.
+        """
+        all_images = self._collect_images(messages, images)
+        if assistant_token_ids is None:
+            text = self.render(messages, add_generation_prompt)
+            return self._encode_text(text, all_images).ids
+        spliced, k = [], 0
+        for m in messages:
+            if m["role"] == "assistant":
+                m = {**m, "content": _SPLICE.format(k)}
+                k += 1
+            spliced.append(m)
+        if k != len(assistant_token_ids):
+            raise CodecError(f"{k} assistant messages but {len(assistant_token_ids)} assistant_token_ids")
+        text = self.render(spliced, add_generation_prompt)
+        ids: list[int] = []
+        rest = text
+        for i in range(k):
+            before, rest = rest.split(_SPLICE.format(i), 1)
+            ids += self.tokenize(before)
+            ids += list(assistant_token_ids[i])
+        ids += self.tokenize(rest)
+        return self._expand(ids, [self.process_image(im) for im in all_images])
+
+    def _collect_images(
+        self, messages: Sequence[Mapping[str, Any]], images: Sequence[Image.Image] | None
+    ) -> list[Image.Image]:
+        parts = [
+            p
+            for m in messages
+            if not isinstance(m.get("content"), str | None)
+            for p in m["content"]
+            if p.get("type") == "image" or (p.get("type") is None and "image" in p)
+        ]
+        if images is not None:
+            if len(images) != len(parts):
+                raise CodecError(f"{len(parts)} image parts but {len(images)} images given")
+            return list(images)
+        found = [p.get("image") for p in parts]
+        if not all(isinstance(im, Image.Image) for im in found):
+            raise CodecError("an image part holds no PIL image: put it under 'image' or pass images=")
+        return found  # type: ignore[return-value]
+
+    def _encode_text(self, text: str, images: list[Image.Image]) -> Encoded:
+        ids = self.tokenize(text)
+        processed = [self.process_image(im) for im in images]
+        return Encoded(ids=self._expand(ids, processed), engine_ids=ids, images=processed, text=text)
+
+    def _expand(self, ids: list[int], images: list[ProcessedImage]) -> list[int]:
+        """``ids`` with each image token replaced by its image's pad tokens (counts checked)."""
+        positions = [i for i, t in enumerate(ids) if t in self.special_image_ids]
+        image_positions = [i for i in positions if ids[i] == self.image_token_id]
+        if len(image_positions) != len(images) or len(positions) != 3 * len(images):
+            raise CodecError(
+                f"the text holds {len(image_positions)} image tokens and {len(positions)} vision special "
+                f"tokens for {len(images)} images: text must not contain vision special tokens itself"
+            )
+        if not images:
+            return ids
+        out: list[int] = []
+        start = 0
+        for pos, image in zip(image_positions, images, strict=True):
+            out += ids[start:pos]
+            out += [ids[pos]] * image.num_tokens
+            start = pos + 1
+        out += ids[start:]
+        return out
+
+    def _find_end_of_turn(self) -> int:
+        """The token the template closes an assistant turn with (``<|im_end|>`` for Qwen)."""
+        ref = [
+            {"role": "system", "content": _REF_SYSTEM},
+            {"role": "user", "content": _REF_USER},
+            {"role": "assistant", "content": _REF_ASSISTANT},
+            {"role": "user", "content": _REF_USER},
+        ]
+        text = self.render(ref)
+        tail = text[text.index(_REF_ASSISTANT) + len(_REF_ASSISTANT) :]
+        ids = self.tokenize(tail)
+        added = {t.content for t in self.tokenizer.added_tokens_decoder.values()}
+        first = self.tokenizer.convert_ids_to_tokens(ids[0]) if ids else None
+        if first not in added or not tail.startswith(first):
+            raise CodecError(
+                f"the template closes an assistant turn with {tail[:20]!r}, not with a single added token"
+            )
+        return ids[0]

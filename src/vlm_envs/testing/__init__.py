@@ -1,0 +1,24 @@
+"""Offline test doubles that are real parts: a tiny Qwen-VL processor and model, and an SGLang-style server.
+
+Needs the ``rollout`` extra (torch, transformers, aiohttp); nothing here touches the network.
+"""
+
+from vlm_envs.testing.models import (
+    TinySize,
+    build_tiny_processor,
+    build_tiny_qwen2_vl,
+    build_tiny_qwen3_vl,
+)
+from vlm_envs.testing.templates import DEFAULT_SYSTEM_PROMPT, QWEN2_VL_TEMPLATE, QWEN3_VL_TEMPLATE
+from vlm_envs.testing.tokenizer import build_tiny_tokenizer
+
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "QWEN2_VL_TEMPLATE",
+    "QWEN3_VL_TEMPLATE",
+    "TinySize",
+    "build_tiny_processor",
+    "build_tiny_qwen2_vl",
+    "build_tiny_qwen3_vl",
+    "build_tiny_tokenizer",
+]
