@@ -1,0 +1,323 @@
+"""The Sokoban env: the model answers moves in ``<answer>...</answer>``, the env shows the board.
+
+Each turn the model gives 1 to ``max_actions_per_step`` moves. A malformed answer costs the turn
+(no moves) and the next observation says why. Every attempted move counts toward ``max_steps``,
+blocked ones included. The episode ends on success (terminated), when ``max_steps`` moves are used
+or ``max_turns`` turns are played (truncated). The task instructions travel in the first
+observation (no system prompt), so a dataset row's prompt is exactly that observation.
+
+Rewards. ``episode_reward()`` is binary by default: 1.0 if every box ends on a target, else 0.0,
+and each step's ``StepInfo.reward`` is 1.0 on the solving step, else 0.0. With
+``reward_mode="shaped"`` a step pays ``phi(after) - phi(before) + success_bonus * solved -
+invalid_format_penalty * malformed``, with the potential ``phi = boxes on targets / boxes``, and the
+episode reward is the sum of step rewards. The shaping is potential-based (it telescopes to
+``phi(end) - phi(start)``), so pushing a box on and off a target earns exactly nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import random
+import secrets
+from typing import Any
+
+from vlm_envs.envs.sokoban.actions import format_answer, parse_answer
+from vlm_envs.envs.sokoban.board import (
+    LEGEND,
+    MOVE_NAMES,
+    MOVES,
+    Layout,
+    State,
+    apply_move,
+    boxes_on_target,
+    is_solved,
+    to_ascii,
+)
+from vlm_envs.envs.sokoban.config import SokobanConfig
+from vlm_envs.envs.sokoban.generator import generate_level
+from vlm_envs.envs.sokoban.render import Renderer, renderer
+from vlm_envs.envs.sokoban.solver import Solver
+from vlm_envs.protocol import IMAGE_PLACEHOLDER, Env, EpisodeFinishedError, Observation, StepInfo
+
+_VISUAL_LEGEND = (
+    "In the image: brown bricks are walls, beige cells are floor, a red ring is a target, an orange "
+    "crate is a box, a green crate is a box on a target, and the blue figure is you."
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _solve_given(layout: Layout, state: State, max_nodes: int) -> tuple[str | None, bool]:
+    """Optimal solution of a given level within a node budget (deterministic), cached per level."""
+    result = Solver(layout).solve(state, max_nodes=max_nodes)
+    return result.moves, result.moves is not None
+
+
+@dataclasses.dataclass
+class _Episode:
+    """Everything that changes during one episode."""
+
+    layout: Layout
+    start: State
+    state: State
+    renderer: Renderer
+    optimal_moves: int | None
+    optimal_exact: bool
+    solutions: dict[State, str]
+    moves_used: int = 0
+    turns: int = 0
+    done: bool = False
+    rewards: list[float] = dataclasses.field(default_factory=list)
+
+    @property
+    def success(self) -> bool:
+        return is_solved(self.layout, self.state)
+
+
+class SokobanEnv(Env):
+    """Sokoban: push every box onto a target; solvable levels of chosen difficulty, image and/or text."""
+
+    def __init__(self, config: SokobanConfig | None = None, **overrides: Any):
+        if config is not None and overrides:
+            config = SokobanConfig(**{**config.model_dump(exclude_unset=True), **overrides})
+        self.config = config if config is not None else SokobanConfig(**overrides)
+        self._given = self.config.given_level()
+        self._ep: _Episode | None = None
+        self._solver: Solver | None = None
+
+    # ----- episode lifecycle -----
+
+    def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+        """A new episode; a generated level depends only on the seed and the config."""
+        cfg = self.config
+        if seed is None:
+            seed = cfg.rng_seed if cfg.rng_seed is not None else secrets.randbits(63)
+        info: dict[str, Any] = {"seed": seed}
+        if self._given is not None:
+            layout, start = self._given
+            if cfg.optimal_moves is not None:
+                solution, optimal, exact = None, cfg.optimal_moves, bool(cfg.optimal_exact)
+            else:
+                solution, exact = _solve_given(layout, start, cfg.solver_max_nodes)
+                optimal = None if solution is None else len(solution)
+            info.update(source="given", attempt=0)
+        else:
+            level = generate_level(cfg.difficulty(), seed)
+            layout, start = level.layout, level.state
+            solution, optimal, exact = level.solution, level.optimal_moves, level.optimal_exact
+            info.update(source="generated", attempt=level.attempt, wall_fraction=cfg.wall_fraction)
+        self._ep = _Episode(
+            layout=layout,
+            start=start,
+            state=start,
+            renderer=renderer(layout, cfg.cell_size),
+            optimal_moves=optimal,
+            optimal_exact=exact,
+            solutions={start: solution} if solution is not None and exact else {},
+        )
+        if self._solver is not None and self._solver.layout != layout:
+            self._solver = None
+        info.update(
+            level=to_ascii(layout, start),
+            optimal_moves=optimal,
+            optimal_exact=exact,
+            grid_size=[layout.rows, layout.cols],
+            num_boxes=len(start.boxes),
+            max_steps=cfg.max_steps,
+        )
+        return self._observation(self._instructions()), info
+
+    def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
+        """Play the moves in the response's ``<answer>`` block (or spend the turn on a format error)."""
+        ep = self._ep
+        if ep is None or ep.done:
+            raise EpisodeFinishedError("the episode is over (or was never started): call reset() first")
+        cfg = self.config
+        parsed = parse_answer(response_text, cfg.max_actions_per_step)
+        ep.turns += 1
+        before, phi_before = ep.state, boxes_on_target(ep.layout, ep.state)
+        played: list[str] = []
+        blocked = 0
+        for direction in parsed.moves:
+            result = apply_move(ep.layout, ep.state, direction)
+            ep.state = result.state
+            ep.moves_used += 1
+            played.append(MOVES[direction])
+            blocked += not result.moved
+            if ep.success or ep.moves_used >= cfg.max_steps:
+                break
+        self._remember_suffix(before, "".join(played), blocked)
+        success = ep.success
+        truncated = not success and (
+            ep.moves_used >= cfg.max_steps or (cfg.max_turns is not None and ep.turns >= cfg.max_turns)
+        )
+        ep.done = success or truncated
+        on_target = boxes_on_target(ep.layout, ep.state)
+        reward = self._step_reward(phi_before, on_target, success, parsed.error is not None)
+        ep.rewards.append(reward)
+
+        metrics: dict[str, float | int | bool] = {
+            "format_valid": parsed.error is None,
+            "action_valid": parsed.error is None and blocked == 0,
+            "action_effective": ep.state != before,
+            "boxes_on_target": on_target,
+        }
+        if ep.done:
+            metrics.update(success=success, moves_used=ep.moves_used)
+            if ep.optimal_moves is not None:
+                metrics["optimal_moves"] = ep.optimal_moves
+        feedback = self._feedback(parsed.error, played, blocked, success, truncated)
+        info = {"moves": "".join(played), "blocked": blocked, "error": parsed.error, "state": self.ascii()}
+        step_info = StepInfo(
+            reward=reward, terminated=success, truncated=truncated, metrics=metrics, info=info
+        )
+        return self._observation(feedback), ep.done, step_info
+
+    def episode_reward(self) -> float:
+        """Binary success (default) or the sum of shaped step rewards (``reward_mode="shaped"``)."""
+        ep = self._ep
+        if ep is None:
+            return 0.0
+        if self.config.reward_mode == "binary":
+            return 1.0 if ep.success else 0.0
+        return float(sum(ep.rewards))
+
+    def close(self) -> None:
+        """Drop the episode; calling it twice is fine."""
+        self._ep = None
+        self._solver = None
+
+    # ----- views of the current state -----
+
+    @property
+    def layout(self) -> Layout:
+        return self._running().layout
+
+    @property
+    def state(self) -> State:
+        return self._running().state
+
+    def ascii(self) -> str:
+        """The current state in Boxoban symbols."""
+        ep = self._running()
+        return to_ascii(ep.layout, ep.state)
+
+    def frame_png(self) -> bytes:
+        """Engine-ready PNG bytes of the current frame (cached by state)."""
+        ep = self._running()
+        return ep.renderer.frame_png(ep.state)
+
+    def frame_data_uri(self) -> str:
+        """The current frame as a PNG data URI (cached by state)."""
+        ep = self._running()
+        return ep.renderer.frame_data_uri(ep.state)
+
+    # ----- policies -----
+
+    def solution(self, max_nodes: int | None = None, time_limit: float | None = None) -> str | None:
+        """An optimal move string over ``UDLR`` from the *current* state, or None (unsolvable, or
+        not found within ``max_nodes`` expansions, default ``solver_max_nodes``, and ``time_limit``)."""
+        ep = self._running()
+        known = ep.solutions.get(ep.state)
+        if known is not None:
+            return known
+        if self._solver is None:
+            self._solver = Solver(ep.layout)
+        nodes = max_nodes if max_nodes is not None else self.config.solver_max_nodes
+        moves = self._solver.solve(ep.state, max_nodes=nodes, time_limit=time_limit).moves
+        if moves is not None:
+            ep.solutions[ep.state] = moves
+        return moves
+
+    def solver_response(self, max_nodes: int | None = None, time_limit: float | None = None) -> str | None:
+        """The next moves of an optimal solution as an answer (as many as one turn allows), or None."""
+        moves = self.solution(max_nodes, time_limit)
+        if not moves:
+            return None
+        return format_answer(moves[: self.config.max_actions_per_step])
+
+    def random_response(self, rng: random.Random) -> str:
+        """A well-formed answer with random moves, in varied spelling and separators."""
+        n = rng.randint(1, self.config.max_actions_per_step)
+        names = [rng.choice(MOVE_NAMES) for _ in range(n)]
+        if rng.random() < 0.3:
+            names = [name.lower() if rng.random() < 0.5 else name[0] for name in names]
+        sep = rng.choice([", ", " ", "; ", "\n"])
+        return f"<think>Let me try {names[0]}.</think>\n<answer>{sep.join(names)}</answer>"
+
+    # ----- helpers -----
+
+    def _running(self) -> _Episode:
+        if self._ep is None:
+            raise RuntimeError("no episode: call reset() first")
+        return self._ep
+
+    def _remember_suffix(self, before: State, played: str, blocked: int) -> None:
+        """Following a known optimal solution leaves its suffix optimal: keep it for :meth:`solution`."""
+        ep = self._ep
+        known = ep.solutions.get(before) if ep is not None else None
+        if ep is not None and known is not None and not blocked and known.startswith(played):
+            ep.solutions.setdefault(ep.state, known[len(played) :])
+
+    def _step_reward(self, phi_before: int, on_target: int, success: bool, malformed: bool) -> float:
+        cfg = self.config
+        if cfg.reward_mode == "binary":
+            return 1.0 if success else 0.0
+        n = len(self._running().state.boxes)
+        reward = (on_target - phi_before) / n + (cfg.success_bonus if success else 0.0)
+        return reward - (cfg.invalid_format_penalty if malformed else 0.0)
+
+    def _instructions(self) -> str:
+        cfg = self.config
+        lines = [
+            "You are playing Sokoban. Push every box onto a target.",
+            "Each move walks you one cell Up, Down, Left or Right. Walking into a box pushes it one "
+            "cell if the cell behind it is free. You cannot pull boxes, push two boxes at once, or "
+            "walk through walls.",
+        ]
+        if cfg.shows_image:
+            lines.append(_VISUAL_LEGEND)
+        if cfg.shows_grid:
+            lines.append("Grid legend: " + ", ".join(f"'{s}' {name}" for s, name in LEGEND.items()) + ".")
+        lines.append(
+            f"Answer with 1 to {cfg.max_actions_per_step} moves inside <answer></answer>, separated by "
+            f"commas, for example <answer>Up, Left</answer>. You have {cfg.max_steps} moves in total."
+        )
+        lines.append("The board now:")
+        return "\n".join(lines)
+
+    def _feedback(
+        self, error: str | None, played: list[str], blocked: int, success: bool, truncated: bool
+    ) -> str:
+        cfg = self.config
+        if error is not None:
+            text = (
+                f"Invalid answer: {error}. No move was played this turn. Answer with 1 to "
+                f"{cfg.max_actions_per_step} moves, for example <answer>Up, Left</answer>."
+            )
+        else:
+            text = "You played: " + ", ".join(MOVE_NAMES[MOVES.index(m)] for m in played) + "."
+            if blocked:
+                text += f" {blocked} of them hit a wall or a box that could not move."
+        if success:
+            text += " Solved: every box is on a target!"
+        elif truncated:
+            text += " The episode is over: no moves or turns are left."
+        return text + "\nThe board now:"
+
+    def _observation(self, header: str) -> Observation:
+        ep = self._running()
+        cfg = self.config
+        parts = [header]
+        images = []
+        if cfg.shows_image:
+            parts.append(IMAGE_PLACEHOLDER)
+            images.append(ep.renderer.frame(ep.state))
+        if cfg.shows_grid:
+            parts.append(to_ascii(ep.layout, ep.state))
+        left = cfg.max_steps - ep.moves_used
+        parts.append(
+            f"Boxes on targets: {boxes_on_target(ep.layout, ep.state)}/{len(ep.state.boxes)}. "
+            f"Moves left: {left}."
+        )
+        return Observation(text="\n".join(parts), images=images)

@@ -1,0 +1,189 @@
+"""Level generator: rooms carved by a random walk, boxes pulled backwards from a solved state.
+
+Every level is solvable by construction: it is reached from a solved state by reverse play (the
+player walks and pulls boxes), so reversing that play solves it. Difficulty is chosen: each attempt
+picks, among the states of its reverse walk with no box on a target, the hardest one whose bounds fit
+``min_moves``/``max_moves``, then the A* solver measures its exact optimal length within a node
+budget (never a time budget, so results do not depend on the machine). When the budget runs out,
+the reversed play is a replay-verified upper bound and the level is recorded as not exact.
+Attempt ``a`` of seed ``s`` draws from ``numpy.random.default_rng([s mod 2**64, a])``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from vlm_envs.envs.sokoban.board import MOVES, Layout, State, is_solved, replay
+from vlm_envs.envs.sokoban.solver import Solver
+
+_OPPOSITE = (1, 0, 3, 2)
+_TURN_PROBABILITY = 0.35
+_PULL_PROBABILITY = 0.8
+
+
+@dataclasses.dataclass(frozen=True)
+class Difficulty:
+    """What to generate: grid (rows, cols) incl. the border wall, boxes, walls, optimal-length range."""
+
+    rows: int = 6
+    cols: int = 6
+    num_boxes: int = 1
+    wall_fraction: float = 0.2
+    min_moves: int | None = None
+    max_moves: int | None = None
+    solver_max_nodes: int = 20_000
+    max_attempts: int = 200
+
+    def __post_init__(self) -> None:
+        interior = (self.rows - 2) * (self.cols - 2)
+        if self.rows < 3 or self.cols < 3 or interior < self.num_boxes + 2 or self.num_boxes < 1:
+            raise ValueError(
+                f"a {self.rows}x{self.cols} grid has {max(interior, 0)} interior cells: too few for "
+                f"{self.num_boxes} box(es), a free target and the player"
+            )
+        if not 0.0 <= self.wall_fraction < 1.0:
+            raise ValueError(f"wall_fraction must lie in [0, 1), got {self.wall_fraction}")
+        if self.min_moves is not None and self.max_moves is not None and self.min_moves > self.max_moves:
+            raise ValueError(f"min_moves {self.min_moves} exceeds max_moves {self.max_moves}")
+
+
+@dataclasses.dataclass(frozen=True)
+class GeneratedLevel:
+    """A generated level, its optimal length (exact or an upper bound) and a solution of that length."""
+
+    layout: Layout
+    state: State
+    optimal_moves: int
+    optimal_exact: bool
+    solution: str
+    seed: int
+    attempt: int
+
+
+class GenerationError(RuntimeError):
+    """No level met the difficulty within ``max_attempts``."""
+
+
+def carve_room(spec: Difficulty, rng: np.random.Generator) -> bytes:
+    """Walls of a connected room: a random walk carves floor until the wall fraction is reached."""
+    rows, cols = spec.rows, spec.cols
+    walls = bytearray(b"\x01" * (rows * cols))
+    interior = (rows - 2) * (cols - 2)
+    want = max(spec.num_boxes + 2, round((1.0 - spec.wall_fraction) * interior))
+    r, c = int(rng.integers(1, rows - 1)), int(rng.integers(1, cols - 1))
+    walls[r * cols + c] = 0
+    carved = 1
+    budget = 60 * interior
+    turns = rng.random(budget) < _TURN_PROBABILITY
+    dirs = rng.integers(0, 4, budget)
+    direction = int(dirs[0])
+    for i in range(budget):
+        if carved >= want:
+            break
+        if turns[i]:
+            direction = int(dirs[i])
+        dr, dc = ((-1, 0), (1, 0), (0, -1), (0, 1))[direction]
+        if 1 <= r + dr < rows - 1 and 1 <= c + dc < cols - 1:
+            r, c = r + dr, c + dc
+            if walls[r * cols + c]:
+                walls[r * cols + c] = 0
+                carved += 1
+    return bytes(walls)
+
+
+def _reverse_walk(
+    layout: Layout, solved: State, steps: int, rng: np.random.Generator
+) -> list[tuple[State, str]]:
+    """States of a reverse walk from ``solved``, each with a forward solution (a pull undoes a push)."""
+    step = layout.step
+    player, boxes = solved.player, set(solved.boxes)
+    forward: list[str] = []  # forward moves, last move first
+    out = []
+    dirs = rng.integers(0, 4, steps)
+    pulls = rng.random(steps) < _PULL_PROBABILITY
+    for i in range(steps):
+        d = int(dirs[i])
+        dest = step[d][player]
+        if dest < 0 or dest in boxes:
+            continue
+        box = step[_OPPOSITE[d]][player]
+        pulled = pulls[i] and box >= 0 and box in boxes
+        if pulled:
+            boxes.discard(box)
+            boxes.add(player)
+        player = dest
+        forward.append(MOVES[_OPPOSITE[d]])
+        if pulled:
+            out.append((State(player, tuple(sorted(boxes))), "".join(reversed(forward))))
+    return out
+
+
+def _pick(
+    spec: Difficulty, solver: Solver, layout: Layout, walk: list[tuple[State, str]]
+) -> tuple[State, str] | None:
+    """The walk state with the highest lower bound whose bounds fit the move range, no box on target."""
+    best, best_key = None, None
+    for state, solution in walk:
+        if any(b in layout.targets for b in state.boxes):
+            continue
+        lower = solver.lower_bound(state)
+        if spec.max_moves is not None and lower > spec.max_moves:
+            continue
+        if spec.min_moves is not None and len(solution) < spec.min_moves:
+            continue
+        key = (lower, -len(solution))
+        if best_key is None or key > best_key:
+            best, best_key = (state, solution), key
+    return best
+
+
+def _in_range(spec: Difficulty, moves: int) -> bool:
+    return (spec.min_moves is None or moves >= spec.min_moves) and (
+        spec.max_moves is None or moves <= spec.max_moves
+    )
+
+
+def _attempt(spec: Difficulty, seed: int, attempt: int) -> GeneratedLevel | None:
+    rng = np.random.default_rng([seed % (1 << 64), attempt])
+    walls = carve_room(spec, rng)
+    floor = [i for i, w in enumerate(walls) if not w]
+    chosen = rng.choice(len(floor), size=spec.num_boxes + 1, replace=False)
+    targets = tuple(sorted(floor[int(i)] for i in chosen[:-1]))
+    layout = Layout(spec.rows, spec.cols, walls, frozenset(targets))
+    solver = Solver(layout)
+    steps = 4 * len(floor) * spec.num_boxes + (3 * spec.max_moves if spec.max_moves else 0)
+    picked = _pick(
+        spec, solver, layout, _reverse_walk(layout, State(floor[int(chosen[-1])], targets), steps, rng)
+    )
+    if picked is None:
+        return None
+    state, bound = picked
+    # Start the player anywhere in its region (it can walk back), not necessarily next to a box.
+    region = sorted(solver.walk(state.player, sum(1 << b for b in state.boxes)))
+    start = State(region[int(rng.integers(0, len(region)))], state.boxes)
+    bound = solver.walk_path(start.player, state.player, sum(1 << b for b in state.boxes)) + bound
+    result = solver.solve(start, max_nodes=spec.solver_max_nodes)
+    if result.moves is not None:
+        solution, exact = result.moves, True
+    elif not result.complete and is_solved(layout, replay(layout, start, bound)):
+        solution, exact = bound, False
+    else:
+        return None
+    if not _in_range(spec, len(solution)):
+        return None
+    return GeneratedLevel(layout, start, len(solution), exact, solution, seed, attempt)
+
+
+def generate_level(spec: Difficulty, seed: int) -> GeneratedLevel:
+    """The level for ``seed``: the first attempt (0, 1, ...) that meets ``spec``; same seed, same level."""
+    for attempt in range(spec.max_attempts):
+        level = _attempt(spec, seed, attempt)
+        if level is not None:
+            return level
+    raise GenerationError(
+        f"no {spec.rows}x{spec.cols} level with {spec.num_boxes} box(es) and optimal length in "
+        f"[{spec.min_moves}, {spec.max_moves}] after {spec.max_attempts} attempts (seed {seed}); "
+        "widen the move range, change wall_fraction or raise solver_max_nodes"
+    )

@@ -1,0 +1,257 @@
+"""Sokoban frames: a tile atlas drawn once, a cached static background, frames cached by state.
+
+Tiles are drawn in a fixed 12-colour palette without anti-aliasing, so a frame is also a palette
+("P") image: its PNG (zlib level 1) is a fraction of the RGB encoding cost and decodes to exactly
+the RGB frame. Frames, PNG bytes and data URIs are kept in process-wide caches bounded in bytes,
+keyed by (layout, cell size, state); cached frames are shared, so treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from PIL import Image, ImageDraw
+
+from vlm_envs.envs.sokoban.board import (
+    BOX,
+    BOX_ON_TARGET,
+    FLOOR,
+    PLAYER,
+    PLAYER_ON_TARGET,
+    TARGET,
+    WALL,
+    Layout,
+    State,
+)
+
+#: Qwen2.5-VL's merged patch: 14 px patches x merge size 2 (Qwen3-VL: 16 x 2 = 32).
+DEFAULT_CELL_SIZE = 28
+PNG_COMPRESS_LEVEL = 1
+
+_PALETTE = [
+    (236, 228, 206),  # 0 floor
+    (214, 204, 178),  # 1 floor seam
+    (96, 64, 52),  # 2 wall
+    (150, 116, 96),  # 3 mortar
+    (214, 38, 38),  # 4 target red
+    (214, 140, 60),  # 5 box
+    (118, 68, 22),  # 6 box edge
+    (64, 178, 72),  # 7 box on target
+    (18, 92, 30),  # 8 box on target edge
+    (44, 96, 226),  # 9 player
+    (16, 30, 96),  # 10 player outline
+    (250, 250, 250),  # 11 eyes
+]
+FLOOR_C, SEAM, WALL_C, MORTAR, RED, BOX_C, BOX_EDGE, DONE_C, DONE_EDGE, BLUE, NAVY, WHITE = range(12)
+_FLAT_PALETTE = [v for rgb in _PALETTE for v in rgb]
+
+
+def _new_image(width: int, height: int, fill: int) -> Image.Image:
+    im = Image.new("P", (width, height), fill)
+    im.putpalette(_FLAT_PALETTE)
+    return im
+
+
+def _floor(draw: ImageDraw.ImageDraw, cs: int) -> None:
+    draw.line([(0, cs - 1), (cs - 1, cs - 1)], fill=SEAM)
+    draw.line([(cs - 1, 0), (cs - 1, cs - 1)], fill=SEAM)
+
+
+def _target(draw: ImageDraw.ImageDraw, cs: int) -> None:
+    pad, width = cs // 6, max(2, cs // 12)
+    draw.ellipse([pad, pad, cs - 1 - pad, cs - 1 - pad], outline=RED, width=width)
+    dot = max(2, cs // 10)
+    draw.rectangle([cs // 2 - dot, cs // 2 - dot, cs // 2 + dot - 1, cs // 2 + dot - 1], fill=RED)
+
+
+def _crate(draw: ImageDraw.ImageDraw, cs: int, fill: int, edge: int) -> None:
+    pad, width = max(1, cs // 10), max(2, cs // 12)
+    draw.rectangle([pad, pad, cs - 1 - pad, cs - 1 - pad], fill=fill, outline=edge, width=width)
+    inner = pad + width
+    draw.line([(inner, inner), (cs - 1 - inner, cs - 1 - inner)], fill=edge, width=width)
+    draw.line([(inner, cs - 1 - inner), (cs - 1 - inner, inner)], fill=edge, width=width)
+
+
+def _player(draw: ImageDraw.ImageDraw, cs: int, scale: float) -> None:
+    half = cs * scale / 2
+    c = (cs - 1) / 2
+    head = half * 0.55
+    draw.ellipse([c - half, c - half * 0.2, c + half, c + half], fill=BLUE, outline=NAVY)  # body
+    draw.ellipse([c - head, c - half, c + head, c - half + 2 * head], fill=BLUE, outline=NAVY)  # head
+    eye = max(1, round(cs / 24))
+    for ex in (c - head / 2, c + head / 2):
+        ey = c - half + head
+        draw.rectangle([ex - eye, ey - eye, ex + eye - 1, ey + eye - 1], fill=WHITE)
+
+
+@functools.lru_cache(maxsize=16)
+def atlas(cell_size: int) -> dict[str, Image.Image]:
+    """The seven cell tiles (keys are the ASCII symbols) as palette images, drawn once per size."""
+    if cell_size < 8:
+        raise ValueError(f"cell_size must be at least 8 px, got {cell_size}")
+    cs = cell_size
+    tiles = {}
+    wall = _new_image(cs, cs, WALL_C)
+    draw = ImageDraw.Draw(wall)
+    for y in (0, cs // 2):
+        draw.line([(0, y), (cs - 1, y)], fill=MORTAR, width=max(1, cs // 16))
+    for x, (y0, y1) in ((cs // 3, (0, cs // 2)), (2 * cs // 3, (cs // 2, cs - 1))):
+        draw.line([(x, y0), (x, y1)], fill=MORTAR, width=max(1, cs // 16))
+    tiles[WALL] = wall
+    for symbol, target, crate, player in (
+        (FLOOR, False, None, False),
+        (TARGET, True, None, False),
+        (BOX, False, (BOX_C, BOX_EDGE), False),
+        (BOX_ON_TARGET, True, (DONE_C, DONE_EDGE), False),
+        (PLAYER, False, None, True),
+        (PLAYER_ON_TARGET, True, None, True),
+    ):
+        tile = _new_image(cs, cs, FLOOR_C)
+        draw = ImageDraw.Draw(tile)
+        _floor(draw, cs)
+        if target and crate is None:
+            _target(draw, cs)
+        if crate is not None:
+            _crate(draw, cs, *crate)
+            if target:  # the target shows through as a red dot in the crate's centre
+                dot, m = max(2, cs // 10), cs // 2
+                draw.rectangle([m - dot, m - dot, m + dot - 1, m + dot - 1], fill=RED)
+        if player:
+            _player(draw, cs, 0.5 if target else 0.72)
+        tiles[symbol] = tile
+    return tiles
+
+
+class _ByteBoundedLRU:
+    """A thread-safe LRU cache holding at most ``max_bytes`` (as measured by ``size``)."""
+
+    def __init__(self, max_bytes: int, size: Callable[[Any], int]):
+        self.max_bytes = max_bytes
+        self._size = size
+        self._data: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            item = self._data.get(key)
+            if item is None:
+                return None
+            self._data.move_to_end(key)
+            return item[0]
+
+    def put(self, key: Any, value: Any) -> None:
+        nbytes = self._size(value)
+        with self._lock:
+            if key in self._data or nbytes > self.max_bytes:
+                return
+            self._data[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.max_bytes:
+                _, (_, old) = self._data.popitem(last=False)
+                self._bytes -= old
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+            self._bytes = 0
+
+
+def _image_bytes(im: Image.Image) -> int:
+    return im.width * im.height * (4 if im.mode == "RGB" else 1)
+
+
+_frames = _ByteBoundedLRU(64 << 20, _image_bytes)
+_pngs = _ByteBoundedLRU(32 << 20, len)
+_uris = _ByteBoundedLRU(32 << 20, len)
+
+
+def clear_caches() -> None:
+    """Forget every cached frame, PNG and data URI (renderers stay)."""
+    for cache in (_frames, _pngs, _uris):
+        cache.clear()
+
+
+class Renderer:
+    """Draws states of one layout at one cell size; get one through :func:`renderer`."""
+
+    def __init__(self, layout: Layout, cell_size: int = DEFAULT_CELL_SIZE):
+        self.layout = layout
+        self.cell_size = cell_size
+        self.tiles = atlas(cell_size)
+        self.tiles_rgb = {symbol: tile.convert("RGB") for symbol, tile in self.tiles.items()}
+        cs = cell_size
+        bg = _new_image(layout.cols * cs, layout.rows * cs, FLOOR_C)
+        for cell in range(layout.rows * layout.cols):
+            symbol = WALL if layout.walls[cell] else TARGET if cell in layout.targets else FLOOR
+            bg.paste(self.tiles[symbol], self._xy(cell))
+        self.background = bg
+        self.background_rgb = bg.convert("RGB")
+        self._key = (layout, cell_size)
+
+    def _xy(self, cell: int) -> tuple[int, int]:
+        r, c = divmod(cell, self.layout.cols)
+        return c * self.cell_size, r * self.cell_size
+
+    def _overlay(self, base: Image.Image, tiles: dict[str, Image.Image], state: State) -> Image.Image:
+        im = base.copy()
+        targets = self.layout.targets
+        for b in state.boxes:
+            im.paste(tiles[BOX_ON_TARGET if b in targets else BOX], self._xy(b))
+        im.paste(tiles[PLAYER_ON_TARGET if state.player in targets else PLAYER], self._xy(state.player))
+        return im
+
+    def frame(self, state: State) -> Image.Image:
+        """The RGB frame of ``state`` (cached and shared: do not draw on it, copy it first)."""
+        key = (self._key, state)
+        im = _frames.get(key)
+        if im is None:
+            im = self._overlay(self.background_rgb, self.tiles_rgb, state)
+            _frames.put(key, im)
+        return im
+
+    def frame_palette(self, state: State) -> Image.Image:
+        """The frame as a palette image (same pixels as :meth:`frame` once converted to RGB)."""
+        return self._overlay(self.background, self.tiles, state)
+
+    def frame_png(self, state: State) -> bytes:
+        """PNG bytes of the frame (palette PNG, zlib level 1), cached by state."""
+        key = (self._key, state)
+        data = _pngs.get(key)
+        if data is None:
+            buf = io.BytesIO()
+            self.frame_palette(state).save(buf, format="PNG", compress_level=PNG_COMPRESS_LEVEL)
+            data = buf.getvalue()
+            _pngs.put(key, data)
+        return data
+
+    def frame_data_uri(self, state: State) -> str:
+        """``data:image/png;base64,...`` of the frame, as SGLang's ``image_data`` takes it, cached."""
+        key = (self._key, state)
+        uri = _uris.get(key)
+        if uri is None:
+            uri = "data:image/png;base64," + base64.b64encode(self.frame_png(state)).decode("ascii")
+            _uris.put(key, uri)
+        return uri
+
+
+@functools.lru_cache(maxsize=64)
+def renderer(layout: Layout, cell_size: int = DEFAULT_CELL_SIZE) -> Renderer:
+    """The shared renderer of a layout at a cell size (its background is drawn once)."""
+    return Renderer(layout, cell_size)
+
+
+def frame_png(layout: Layout, state: State, cell_size: int = DEFAULT_CELL_SIZE) -> bytes:
+    """Engine-ready PNG bytes of a state."""
+    return renderer(layout, cell_size).frame_png(state)
+
+
+def frame_data_uri(layout: Layout, state: State, cell_size: int = DEFAULT_CELL_SIZE) -> str:
+    """A PNG data URI of a state."""
+    return renderer(layout, cell_size).frame_data_uri(state)
