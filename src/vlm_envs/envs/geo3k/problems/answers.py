@@ -51,7 +51,9 @@ def surd_latex(coef: Number, radicand: int) -> str:
     """``coef * sqrt(radicand)`` in simplest radical form: ``4\\sqrt{3}``, ``\\frac{\\sqrt{2}}{2}``."""
     k, m = simplify_radical(radicand)
     c = Fraction(coef) * k
-    return frac_latex(c) if m == 1 or c == 0 else _times(c, f"\\sqrt{{{m}}}")
+    if m == 0 or c == 0:
+        return "0"
+    return frac_latex(c) if m == 1 else _times(c, f"\\sqrt{{{m}}}")
 
 
 def pi_latex(coef: Number) -> str:
