@@ -32,7 +32,8 @@ def build_env(sample: Any = None, args: Any = None, **config: Any) -> Geo3kEnv:
         allowed = ", ".join(sorted(_ENV_KEYS | _PROBLEM_KEYS | _DATASET_KEYS))
         raise TypeError(f"geo3k: unknown config key(s) {sorted(unknown)}; known keys: {allowed}")
     env_kwargs = {k: config[k] for k in _ENV_KEYS if k in config}
-    env_kwargs["max_turns"] = config.get("max_turns") or args_max_turns(args, DEFAULT_MAX_TURNS)
+    if config.get("max_turns") is None:
+        env_kwargs["max_turns"] = args_max_turns(args, DEFAULT_MAX_TURNS)
     if _PROBLEM_KEYS & set(config):
         return Geo3kEnv(problem=problem_from_sample(config, source="config"), **env_kwargs)
     if sample is not None:
