@@ -143,8 +143,8 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
         raise CodecError(
             f"image of {width}x{height} pixels: sides must be positive, aspect ratio at most 200"
         )
-    h = max(factor, round(height / factor) * factor)
-    w = max(factor, round(width / factor) * factor)
+    h = round(height / factor) * factor
+    w = round(width / factor) * factor
     if h * w > max_pixels:
         scale = math.sqrt(height * width / max_pixels)
         h = max(factor, math.floor(height / scale / factor) * factor)
