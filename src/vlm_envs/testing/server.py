@@ -101,7 +101,8 @@ class SGLangTestServer:
     """The test server, running on its own event loop in a daemon thread of this process.
 
     Use as a context manager or call :meth:`start` / :meth:`stop`; ``url`` is set once started.
-    ``requests`` records every ``/generate`` payload received (image data replaced by its count).
+    ``requests`` records every ``/generate`` payload received (image data replaced by its count,
+    the client's address under ``_peer``).
     """
 
     def __init__(self, engine: TinyEngine, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -212,7 +213,8 @@ class SGLangTestServer:
             return web.json_response({"error": f"bad request body: {err}"}, status=400)
         image_data = payload.get("image_data") or []
         image_data = [image_data] if isinstance(image_data, str) else image_data
-        self.requests.append({**payload, "image_data": len(image_data)})
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        self.requests.append({**payload, "image_data": len(image_data), "_peer": list(peer or ())})
         fault = self._faults.pop()
         if fault is not None and fault.kind == "delay":
             await asyncio.sleep(fault.seconds)
