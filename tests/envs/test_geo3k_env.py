@@ -4,6 +4,7 @@ import asyncio
 import json
 import random
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -326,3 +327,32 @@ def test_check_env_generator():
 
 def test_check_env_fixed_problem():
     check_env(build_env("geo3k", problem="<image>Find x.", answer="12", images=[DIAGRAM]), rebuild=False)
+
+
+HOSTILE_ANSWERS = {
+    "exponent tower": "9^{9^{9^{9^{9}}}}",
+    "nested fractions": "\\frac{1}{" * 80 + "2" + "}" * 80,
+    "many digits": "1" * 900,
+    "unbalanced braces": "\\frac{1}{{{{2",
+    "null bytes": "1\x002\x00",
+}
+
+
+@pytest.mark.parametrize("answer", list(HOSTILE_ANSWERS.values()), ids=list(HOSTILE_ANSWERS))
+def test_hostile_tool_answers_get_a_verdict_in_time(answer):
+    env = Geo3kEnv(problem=PROBLEM, grade_timeout=1.0)
+    env.reset(0)
+    t0 = time.monotonic()
+    obs, done, info = env.step(call(answer))
+    assert time.monotonic() - t0 < 1.0 + 1.0
+    assert not done and obs.role == "tool" and "0.0" in obs.text
+    assert info.info["verdict_reason"] and not info.metrics["correct"]
+
+
+def test_code_in_an_answer_never_runs(tmp_path):
+    marker = tmp_path / "pwned"
+    payload = f"__import__('os').system('touch {marker}')"
+    env = make()
+    env.step(call(payload))
+    env.step(f"\\boxed{{{payload}}}")
+    assert not marker.exists()
