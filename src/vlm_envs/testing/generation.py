@@ -127,7 +127,8 @@ class TinyEngine:
             )
         return ModelInputs(ids, out["pixel_values"], grid)
 
-    def _forward_kwargs(self, inputs: ModelInputs, ids: list[int]) -> dict[str, Any]:
+    def model_kwargs(self, inputs: ModelInputs, ids: list[int]) -> dict[str, Any]:
+        """Keyword arguments of a model forward over ``ids`` (which must extend ``inputs.input_ids``)."""
         tensor = torch.tensor([ids], dtype=torch.long)
         kwargs: dict[str, Any] = {"input_ids": tensor, "attention_mask": torch.ones_like(tensor)}
         if inputs.pixel_values is not None:
@@ -145,7 +146,7 @@ class TinyEngine:
         if not continuation:
             return []
         ids = inputs.input_ids + list(continuation)
-        logits = self.model(**self._forward_kwargs(inputs, ids)).logits[0, len(inputs.input_ids) - 1 : -1]
+        logits = self.model(**self.model_kwargs(inputs, ids)).logits[0, len(inputs.input_ids) - 1 : -1]
         logp = torch.log_softmax(logits.float() / (temperature or 1.0), dim=-1)
         return logp.gather(1, torch.tensor(continuation).unsqueeze(1)).squeeze(1).tolist()
 
@@ -160,7 +161,7 @@ class TinyEngine:
             torch.manual_seed(self._seed(inputs, params))
             greedy = params.temperature == 0
             out = self.model.generate(
-                **self._forward_kwargs(inputs, inputs.input_ids),
+                **self.model_kwargs(inputs, inputs.input_ids),
                 max_new_tokens=params.max_new_tokens,
                 do_sample=not greedy,
                 temperature=None if greedy else params.temperature,
