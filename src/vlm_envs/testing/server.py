@@ -7,7 +7,7 @@ Faults queued with :meth:`SGLangTestServer.inject` replace the answers to the ne
 tests can exercise retries, timeouts, aborts and malformed replies over real HTTP.
 
 Run it in a thread of the test process (:class:`SGLangTestServer`) or as its own process
-(``python -m vlm_envs.testing.server``, see :class:`ServerProcess`), where faults are queued with
+(``python -m vlm_envs.testing``, see :class:`ServerProcess`), where faults are queued with
 ``POST /_test/faults``.
 """
 
@@ -272,14 +272,14 @@ class SGLangTestServer:
 
 
 class ServerProcess:
-    """The test server in a child process (``python -m vlm_envs.testing.server``).
+    """The test server in a child process (``python -m vlm_envs.testing``).
 
     The child builds the same tiny processor and model from ``family`` and ``seed`` (building is
     deterministic), so its outputs can be checked against an in-process copy.
     """
 
     def __init__(self, family: str = "qwen2_vl", seed: int = 0, timeout: float = 120.0) -> None:
-        cmd = [sys.executable, "-m", "vlm_envs.testing.server", "--family", family, "--seed", str(seed)]
+        cmd = [sys.executable, "-m", "vlm_envs.testing", "--family", family, "--seed", str(seed)]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         self._ready_line = ""
         reader = threading.Thread(target=self._read_ready, daemon=True)
@@ -344,7 +344,3 @@ def main(argv: list[str] | None = None) -> None:
     server.start()
     print(f"READY {server.url}", flush=True)
     threading.Event().wait()
-
-
-if __name__ == "__main__":
-    main()
