@@ -1,0 +1,351 @@
+"""The engine-agnostic multi-turn episode loop: any :class:`~vlm_envs.protocol.Env` to training data.
+
+:func:`run_episode` alternates engine generations and env steps. Generated tokens keep the engine's
+own ids and log probs (never re-tokenized); each observation adds the exact token delta the chat
+template puts after the assistant turn. Env steps, processor calls and image encoding run off the
+event loop. Budgets are checked before anything is sent; an observation that does not fit is
+dropped whole (tokens and images). Errors end the episode with a status, never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from vlm_envs.protocol import Env, Observation
+from vlm_envs.rollout.codec import ChatCodec, CodecError, Encoded, ProcessedImage
+from vlm_envs.rollout.engines import Engine, EngineError, EngineOutput, image_data_uri
+
+
+class Status(str, enum.Enum):
+    """How an episode ended (the values of slime's ``Sample.Status``)."""
+
+    COMPLETED = "completed"  # the env said done
+    TRUNCATED = "truncated"  # max_turns, the token budget, or a generated image token cut it short
+    ABORTED = "aborted"  # the engine or the trainer aborted it
+    FAILED = "failed"  # the env, the engine or the codec failed; see ``error``
+
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """A run of response tokens: generated (trainable, with log probs) or an observation (neither)."""
+
+    ids: list[int]
+    log_probs: list[float] | None
+    trainable: bool
+
+
+@dataclasses.dataclass
+class TurnRecord:
+    """What happened in one turn."""
+
+    index: int
+    model_text: str
+    finish_reason: str
+    generated_tokens: int
+    reward: float = 0.0
+    done: bool = False
+    metrics: dict[str, float | int | bool] = dataclasses.field(default_factory=dict)
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    observation: Observation | None = None
+    observation_tokens: int = 0  # 0 when there was none or the budget dropped it
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class TemplateCheck:
+    """Whether the finished token list equals the chat template's rendering of the conversation."""
+
+    ok: bool
+    detail: str = ""
+
+
+@dataclasses.dataclass
+class Trajectory:
+    """A finished episode as training data, with a record of every turn."""
+
+    prompt: Encoded
+    messages: list[dict[str, Any]]
+    segments: list[Segment] = dataclasses.field(default_factory=list)
+    images: list[ProcessedImage] = dataclasses.field(default_factory=list)
+    turns: list[TurnRecord] = dataclasses.field(default_factory=list)
+    status: Status = Status.COMPLETED
+    error: str | None = None
+    reward: float = 0.0
+    reset_info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    template_check: TemplateCheck | None = None
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        return self.prompt.ids
+
+    @property
+    def response_ids(self) -> list[int]:
+        return [t for seg in self.segments for t in seg.ids]
+
+    @property
+    def tokens(self) -> list[int]:
+        """Prompt ids + response ids, images expanded."""
+        return self.prompt.ids + self.response_ids
+
+    @property
+    def response_length(self) -> int:
+        return sum(len(seg.ids) for seg in self.segments)
+
+    @property
+    def loss_mask(self) -> list[int]:
+        """1 on generated tokens, 0 on observation tokens."""
+        return [int(seg.trainable) for seg in self.segments for _ in seg.ids]
+
+    @property
+    def log_probs(self) -> list[float]:
+        """The engine's log probs on generated tokens, 0.0 on observation tokens."""
+        return [lp for seg in self.segments for lp in (seg.log_probs or [0.0] * len(seg.ids))]
+
+    def train_inputs(self) -> dict[str, torch.Tensor]:
+        """``pixel_values`` and ``image_grid_thw`` of all images in token order, or ``{}``."""
+        if not self.images:
+            return {}
+        return {
+            "pixel_values": torch.cat([im.pixel_values for im in self.images]),
+            "image_grid_thw": torch.tensor([im.grid_thw for im in self.images], dtype=torch.long),
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeConfig:
+    """Limits and options of one episode, resolved once at the edge."""
+
+    max_turns: int = 8
+    #: Cap on prompt + response tokens (the context the engine must hold); ``None``: no cap.
+    max_context_tokens: int | None = None
+    #: Cap on response tokens (generated + observations), slime's ``rollout_max_response_len``.
+    max_response_tokens: int | None = None
+    #: Generated tokens per turn, unless ``sampling_params`` says ``max_new_tokens``.
+    max_new_tokens: int = 1024
+    #: Send one unexpanded image token per image to the engine (builds that expand images themselves).
+    engine_placeholders: bool = False
+    #: Compare the finished tokens with the template's rendering (cost grows with the episode).
+    check_template: bool = False
+    #: Reward of an episode that FAILED or was ABORTED.
+    failure_reward: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
+
+
+class _Stop(Exception):
+    """Ends the loop with a status (internal control flow)."""
+
+    def __init__(self, status: Status, error: str | None = None):
+        self.status, self.error = status, error
+
+
+class _Episode:
+    """The mutable state of one running episode."""
+
+    def __init__(
+        self, env: Env, engine: Engine, codec: ChatCodec, config: EpisodeConfig, sampling: Mapping
+    ) -> None:
+        self.env, self.engine, self.codec, self.config = env, engine, codec, config
+        self.sampling = dict(sampling)
+        self.sampling.setdefault("max_new_tokens", config.max_new_tokens)
+        stop_ids = list(self.sampling.get("stop_token_ids") or [])
+        self.sampling["stop_token_ids"] = stop_ids + [t for t in codec.stop_token_ids if t not in stop_ids]
+        self.engine_ids: list[int] = []
+        self.image_uris: list[str] = []
+        self.length = 0  # prompt + response tokens so far
+        self.traj: Trajectory | None = None
+
+    def _budget(self) -> int:
+        """How many more tokens the episode may hold."""
+        left = [1 << 62]
+        if self.config.max_context_tokens is not None:
+            left.append(self.config.max_context_tokens - self.length)
+        if self.config.max_response_tokens is not None:
+            left.append(self.config.max_response_tokens - self.traj.response_length)
+        return min(left)
+
+    async def _add_images(self, images: Sequence[ProcessedImage]) -> None:
+        if images:
+            self.image_uris += await asyncio.to_thread(lambda: [image_data_uri(p.image) for p in images])
+            self.traj.images += images
+
+    async def start(self, seed: int | None) -> Trajectory:
+        t0 = time.perf_counter()
+        obs, info = await self.env.areset(seed=seed)
+        system = self.env.system_prompt()
+        messages = ([{"role": "system", "content": system}] if system else []) + [
+            self.env.format_observation(obs)
+        ]
+        t1 = time.perf_counter()
+        prompt = await asyncio.to_thread(self.codec.encode_prompt, messages)
+        self.traj = Trajectory(prompt=prompt, messages=messages, reset_info=dict(info))
+        self.traj.timings = {"reset_s": t1 - t0, "encode_prompt_s": time.perf_counter() - t1}
+        self.engine_ids = list(prompt.engine_ids if self.config.engine_placeholders else prompt.ids)
+        self.length = len(prompt.ids)
+        await self._add_images(prompt.images)
+        return self.traj
+
+    async def turn(self, index: int) -> bool:
+        """One generation and env step; returns whether the episode goes on."""
+        traj, codec = self.traj, self.codec
+        budget = self._budget()
+        if budget < 1:
+            raise _Stop(Status.TRUNCATED, None)
+        params = {**self.sampling, "max_new_tokens": min(self.sampling["max_new_tokens"], budget)}
+        t0 = time.perf_counter()
+        out: EngineOutput = await self.engine.generate(self.engine_ids, self.image_uris, params)
+        t1 = time.perf_counter()
+        ids, log_probs = list(out.token_ids[:budget]), list(out.log_probs[:budget])
+        bad = next((i for i, t in enumerate(ids) if t in codec.special_image_ids), None)
+        if bad is not None:
+            ids, log_probs = ids[:bad], log_probs[:bad]
+        self._append(Segment(ids, log_probs, trainable=True), ids)
+        ended_with_eos = bool(ids) and ids[-1] == codec.end_of_turn_id
+        content_ids = ids[:-1] if ended_with_eos else ids
+        text = await asyncio.to_thread(codec.decode, content_ids)
+        record = TurnRecord(index, text, out.finish_reason, len(ids), timings={"generate_s": t1 - t0})
+        traj.turns.append(record)
+        traj.messages.append({"role": "assistant", "content": text, "token_ids": content_ids})
+        if out.finish_reason == "abort":
+            raise _Stop(Status.ABORTED, "the engine aborted the generation")
+        if bad is not None:
+            raise _Stop(Status.TRUNCATED, "the model generated an image special token; episode ended")
+
+        obs, done, step = await self.env.astep(text)
+        t2 = time.perf_counter()
+        record.timings["env_s"] = t2 - t1
+        record.reward, record.done, record.metrics, record.info = step.reward, done, step.metrics, step.info
+        record.observation = obs
+        if done:
+            raise _Stop(Status.COMPLETED)
+        if index + 1 >= self.config.max_turns:
+            raise _Stop(Status.TRUNCATED)
+        message = self.env.format_observation(obs)
+        delta = await asyncio.to_thread(
+            lambda: codec.encode_observation(message, obs.images, ended_with_eos=ended_with_eos)
+        )
+        record.timings["encode_s"] = time.perf_counter() - t2
+        if len(delta.ids) >= self._budget():  # the observation and at least one generated token
+            raise _Stop(Status.TRUNCATED)
+        self._append(Segment(delta.ids, None, trainable=False), delta.engine_ids)
+        record.observation_tokens = len(delta.ids)
+        traj.messages.append(message)
+        t3 = time.perf_counter()
+        await self._add_images(delta.images)
+        record.timings["payload_s"] = time.perf_counter() - t3
+        return True
+
+    def _append(self, segment: Segment, engine_ids: list[int]) -> None:
+        """Add response tokens to the trajectory and the engine's view of it."""
+        if segment.ids:
+            self.traj.segments.append(segment)
+            self.length += len(segment.ids)
+            self.engine_ids += engine_ids if self.config.engine_placeholders else segment.ids
+
+
+async def run_episode(
+    env: Env,
+    engine: Engine,
+    codec: ChatCodec,
+    *,
+    seed: int | None = None,
+    config: EpisodeConfig | None = None,
+    sampling_params: Mapping[str, Any] | None = None,
+    should_abort: Callable[[], bool] | None = None,
+) -> Trajectory:
+    """Play one episode of ``env`` with ``engine``; never raises for env, engine or codec errors.
+
+    ``sampling_params`` are SGLang's (copied, never changed); ``max_new_tokens`` is lowered to fit
+    the budget and the codec's end-of-turn ids are added to ``stop_token_ids``. ``should_abort``
+    is polled before each generation (slime's abort flag).
+    """
+    config = config or EpisodeConfig()
+    episode = _Episode(env, engine, codec, config, sampling_params or {})
+    try:
+        traj = await episode.start(seed)
+    except Exception as err:  # an env's reset, the engine or the codec may fail; the trainer must not
+        empty = Encoded(ids=[], engine_ids=[], images=[], text="")
+        return Trajectory(
+            prompt=empty,
+            messages=[],
+            status=Status.FAILED,
+            error=_describe("reset", err),
+            reward=config.failure_reward,
+        )
+    status, error = Status.TRUNCATED, None
+    try:
+        for index in range(config.max_turns):
+            if should_abort is not None and should_abort():
+                raise _Stop(Status.ABORTED, "aborted by the trainer")
+            await episode.turn(index)
+    except _Stop as stop:
+        status, error = stop.status, stop.error
+    except EngineError as err:
+        status, error = Status.FAILED, _describe("engine", err)
+    except CodecError as err:
+        status, error = Status.FAILED, _describe("codec", err)
+    except Exception as err:  # an env's step may fail in any way; the trainer must not
+        status, error = Status.FAILED, _describe("env", err)
+    traj.status, traj.error = status, error
+    traj.reward = config.failure_reward if status in (Status.FAILED, Status.ABORTED) else _safe_reward(env)
+    if config.check_template:
+        traj.template_check = await asyncio.to_thread(check_against_template, traj, codec)
+        if not traj.template_check.ok and traj.status is not Status.FAILED:
+            traj.status, traj.error = Status.FAILED, f"template check: {traj.template_check.detail}"
+    return traj
+
+
+def _safe_reward(env: Env) -> float:
+    try:
+        return float(env.episode_reward())
+    except Exception:  # a broken reward is the env's bug; the episode still ends with a number
+        return 0.0
+
+
+def _describe(where: str, err: BaseException) -> str:
+    return f"{where}: {type(err).__name__}: {str(err)[:500]}"
+
+
+def check_against_template(traj: Trajectory, codec: ChatCodec) -> TemplateCheck:
+    """Compare the trajectory's tokens with the chat template's rendering of its conversation.
+
+    Assistant contents are spliced in as the generated ids (so a non-canonical tokenization is not
+    a difference). After a final assistant turn the rendering may go on with the template's
+    end-of-turn tail (``<|im_end|>`` if generation stopped without it, then a newline): that tail
+    is the only difference allowed.
+    """
+    messages = [{k: v for k, v in m.items() if k != "token_ids"} for m in traj.messages]
+    assistant_ids = [m["token_ids"] for m in traj.messages if m["role"] == "assistant"]
+    images = [im.image for im in traj.images]
+    ends_with_prompt = not messages or messages[-1]["role"] != "assistant"
+    expected = codec.render_conversation(
+        messages, images, assistant_ids, add_generation_prompt=ends_with_prompt
+    )
+    actual = traj.tokens
+    n = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None)
+    if n is None and len(actual) <= len(expected):
+        tail = expected[len(actual) :]
+        if tail and tail[0] == codec.end_of_turn_id:
+            tail = tail[1:]
+        if not codec.decode(tail, skip_special_tokens=False).strip():
+            return TemplateCheck(ok=True)
+        n = len(actual)
+    if n is None:
+        n = len(expected)
+
+    def show(ids: list[int]) -> str:
+        return repr(codec.decode(ids[max(0, n - 8) : n + 8], skip_special_tokens=False))
+
+    return TemplateCheck(
+        ok=False, detail=f"first difference at token {n}: expected {show(expected)}, got {show(actual)}"
+    )

@@ -1,0 +1,209 @@
+"""The slime hooks: ``--custom-generate-function-path vlm_envs.rollout.slime.generate`` and
+``--custom-rm-path vlm_envs.rollout.slime.reward``.
+
+The env comes from ``sample.metadata["env"]`` (dataset rows carry it, so one run can mix envs), else
+from ``args.rollout_interaction_env_path`` (an entry-point name or a module path), which slime sets
+only from the YAML given to ``--custom-config-path``, together with ``max_turns``::
+
+    rollout_interaction_env_path: vlm_envs.envs.sokoban
+    max_turns: 8
+
+Filled Sample fields: ``tokens`` (prompt + response, images expanded), ``response``,
+``response_length``, ``loss_mask`` and ``rollout_log_probs`` (1 / the engine's log prob on generated
+tokens, 0 / 0.0 on observation tokens), ``multimodal_train_inputs`` (``pixel_values`` and
+``image_grid_thw`` in token order), ``status``, ``reward`` (the env's episode reward unless
+``vlm_envs_set_reward: false``) and ``metadata["vlm_envs"]`` (per-turn metrics, rewards, timings,
+the error if any). This is the only module that knows slime.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from vlm_envs.registry import build_env
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.engines import Engine, SGLangEngine
+from vlm_envs.rollout.episode import EpisodeConfig, Status, Trajectory, run_episode
+
+METADATA_KEY = "vlm_envs"
+DEFAULT_MAX_TURNS = 8
+HOW_TO_NAME_AN_ENV = (
+    "no env for this sample: give dataset rows metadata['env'] (e.g. 'sokoban'), or put "
+    "'rollout_interaction_env_path: vlm_envs.envs.sokoban' in the YAML passed to --custom-config-path "
+    "(slime ignores it as a command-line flag)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class HookConfig:
+    """What one sample's rollout needs, resolved from slime's args and the sample."""
+
+    env: str
+    seed: int | None
+    episode: EpisodeConfig
+    set_reward: bool
+    url: str
+
+
+def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> HookConfig:
+    """Read the env, turn cap and budgets once, from the sample first and then slime's args."""
+    metadata = sample.metadata if isinstance(getattr(sample, "metadata", None), dict) else {}
+    env = metadata.get("env") or getattr(args, "rollout_interaction_env_path", None)
+    if not env:
+        raise ValueError(HOW_TO_NAME_AN_ENV)
+    max_turns = metadata.get("max_turns") or getattr(args, "max_turns", None) or DEFAULT_MAX_TURNS
+    max_new = sampling_params.get("max_new_tokens") or getattr(args, "rollout_max_response_len", None)
+    seed = metadata.get("seed", getattr(sample, "group_index", None))
+    episode = EpisodeConfig(
+        max_turns=int(max_turns),
+        max_context_tokens=getattr(args, "rollout_max_context_len", None),
+        max_response_tokens=max_new,
+        max_new_tokens=max_new or EpisodeConfig.max_new_tokens,
+        engine_placeholders=bool(getattr(args, "vlm_envs_engine_placeholders", False)),
+        check_template=bool(getattr(args, "vlm_envs_check_template", False)),
+    )
+    url = f"http://{getattr(args, 'sglang_router_ip', '127.0.0.1')}:{getattr(args, 'sglang_router_port', 30000)}"
+    set_reward = bool(getattr(args, "vlm_envs_set_reward", True))
+    return HookConfig(env=str(env), seed=seed, episode=episode, set_reward=set_reward, url=url)
+
+
+class _Runtime:
+    """Per-process state: slime's GenerateState (tokenizer, processor, abort flag), codecs, engines."""
+
+    def __init__(self) -> None:
+        self.codecs: dict[int, ChatCodec] = {}
+        self.engines: dict[str, Engine] = {}
+
+    def generate_state(self, args: Any) -> Any:
+        try:
+            from slime.rollout.sglang_rollout import GenerateState
+        except ImportError:
+            return None
+        return GenerateState(args)
+
+    def codec(self, args: Any, state: Any) -> ChatCodec:
+        if state is not None:
+            processor = getattr(state, "processor", None) or state.tokenizer
+        else:  # slime is not importable: load what its GenerateState would
+            from transformers import AutoProcessor
+
+            processor = AutoProcessor.from_pretrained(args.hf_checkpoint, trust_remote_code=True)
+        if id(processor) not in self.codecs:
+            self.codecs[id(processor)] = ChatCodec(processor)
+        return self.codecs[id(processor)]
+
+    def engine(self, url: str) -> Engine:
+        if url not in self.engines:
+            self.engines[url] = SGLangEngine(url)
+        return self.engines[url]
+
+
+_runtime = _Runtime()
+
+
+async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], evaluation: bool = False) -> Any:
+    """Roll out one episode of the sample's env and fill the Sample; never raises into the trainer."""
+    record: dict[str, Any] = {"evaluation": evaluation}
+    sample.metadata = sample.metadata if isinstance(sample.metadata, dict) else {}
+    sample.metadata[METADATA_KEY] = record
+    try:
+        config = resolve_config(args, sample, dict(sampling_params))
+        record["env"] = config.env
+        state = _runtime.generate_state(args)
+        codec = _runtime.codec(args, state)
+        env = build_env(config.env, sample=sample, args=args)
+    except Exception as err:  # a missing env, a bad config or an unloadable processor fails this sample only
+        return _fail(sample, record, f"{type(err).__name__}: {err}")
+    try:
+        traj = await run_episode(
+            env,
+            _runtime.engine(config.url),
+            codec,
+            seed=config.seed,
+            config=config.episode,
+            sampling_params=dict(sampling_params),
+            should_abort=(lambda: bool(getattr(state, "aborted", False))) if state is not None else None,
+        )
+    finally:
+        env.close()
+    _fill_sample(args, sample, traj, codec, set_reward=config.set_reward)
+    record.update(_summary(traj))
+    return sample
+
+
+async def reward(args: Any, sample: Any, **kwargs: Any) -> float:
+    """The env's episode reward that :func:`generate` recorded (0.0 if it recorded none)."""
+    record = (getattr(sample, "metadata", None) or {}).get(METADATA_KEY) or {}
+    return float(record.get("reward", 0.0))
+
+
+def _fail(sample: Any, record: dict[str, Any], error: str) -> Any:
+    record.update(status=Status.FAILED.value, error=error, reward=0.0)
+    sample.status = sample.Status.FAILED
+    sample.reward = 0.0
+    if not sample.tokens:
+        sample.response_length, sample.loss_mask, sample.rollout_log_probs = 0, [], []
+    return sample
+
+
+def _fill_sample(args: Any, sample: Any, traj: Trajectory, codec: ChatCodec, *, set_reward: bool) -> None:
+    sample.tokens = list(traj.prompt_ids)
+    sample.response, sample.response_length = "", 0
+    sample.loss_mask, sample.rollout_log_probs = None, None
+    if hasattr(sample, "append_response_tokens"):
+        for seg in traj.segments:
+            sample.append_response_tokens(
+                args,
+                tokens=seg.ids,
+                log_probs=seg.log_probs if seg.trainable else None,
+                trainable=seg.trainable,
+                text=codec.decode(seg.ids, skip_special_tokens=False),
+                update_terminal_info=False,
+            )
+    else:  # older slime: fill the fields directly
+        sample.tokens += traj.response_ids
+        sample.response = codec.decode(traj.response_ids, skip_special_tokens=False)
+        sample.response_length = traj.response_length
+    # slime wants both lists as long as the response even when it is empty
+    sample.loss_mask, sample.rollout_log_probs = traj.loss_mask, traj.log_probs
+    train_inputs = traj.train_inputs()
+    sample.multimodal_train_inputs = train_inputs or None
+    if traj.images:
+        sample.multimodal_inputs = {
+            **(sample.multimodal_inputs or {}),
+            "images": [p.image for p in traj.images],
+        }
+    sample.status = sample.Status[traj.status.name]
+    if set_reward:
+        sample.reward = traj.reward
+
+
+def _summary(traj: Trajectory) -> dict[str, Any]:
+    """What goes into ``sample.metadata["vlm_envs"]``: JSON-friendly, no images or tensors."""
+    last_metrics = traj.turns[-1].metrics if traj.turns else {}
+    return {
+        "status": traj.status.value,
+        "error": traj.error,
+        "reward": traj.reward,
+        "num_turns": len(traj.turns),
+        "metrics": dict(last_metrics),
+        "reward_breakdown": {
+            "episode_reward": traj.reward,
+            "step_rewards": [t.reward for t in traj.turns],
+        },
+        "turns": [
+            {
+                "finish_reason": t.finish_reason,
+                "generated_tokens": t.generated_tokens,
+                "observation_tokens": t.observation_tokens,
+                "reward": t.reward,
+                "done": t.done,
+                "metrics": dict(t.metrics),
+                "timings": dict(t.timings),
+            }
+            for t in traj.turns
+        ],
+        "template_check": None if traj.template_check is None else traj.template_check.ok,
+        "reset_info": {k: v for k, v in traj.reset_info.items() if isinstance(v, str | int | float | bool)},
+    }

@@ -1,0 +1,62 @@
+"""Shared pieces of the rollout tests: the tiny model behind a real HTTP server, and invariants."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pytest
+
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.episode import Trajectory
+from vlm_envs.testing import Fault, SGLangTestServer, build_test_engine
+
+
+def served_tiny_model() -> Iterator[tuple[SGLangTestServer, ChatCodec]]:
+    tiny = build_test_engine("qwen2_vl")
+    with SGLangTestServer(tiny) as server:
+        yield server, ChatCodec(tiny.processor)
+
+
+def script(server: SGLangTestServer, codec: ChatCodec, *texts: str, eos: bool = True) -> None:
+    """The server answers the next requests with these texts (scored by the model)."""
+    for text in texts:
+        ids = codec.tokenize(text) + ([codec.end_of_turn_id] if eos else [])
+        server.inject(Fault("tokens", token_ids=tuple(ids)))
+
+
+def assert_trainer_invariants(traj: Trajectory, codec: ChatCodec) -> None:
+    """What slime's trainer checks: lengths, mask on generated tokens only, image blocks and tensors."""
+    n = traj.response_length
+    assert len(traj.loss_mask) == len(traj.log_probs) == n == len(traj.tokens) - len(traj.prompt_ids)
+    offset = 0
+    for seg in traj.segments:
+        assert traj.loss_mask[offset : offset + len(seg.ids)] == [int(seg.trainable)] * len(seg.ids)
+        if not seg.trainable:
+            assert traj.log_probs[offset : offset + len(seg.ids)] == [0.0] * len(seg.ids)
+        offset += len(seg.ids)
+    assert all(math.isfinite(lp) for lp in traj.log_probs)
+    # every image block: prod(grid)/merge^2 pad tokens, blocks in the order of the grids
+    pad = codec.image_token_id
+    runs, tokens, i = [], traj.tokens, 0
+    while i < len(tokens):
+        if tokens[i] == pad:
+            j = i
+            while j < len(tokens) and tokens[j] == pad:
+                j += 1
+            runs.append(j - i)
+            i = j
+        else:
+            i += 1
+    inputs = traj.train_inputs()
+    grids = inputs["image_grid_thw"].tolist() if inputs else []
+    assert runs == [math.prod(g) // 4 for g in grids]
+    assert len(grids) == len(traj.images)
+    if inputs:
+        assert inputs["pixel_values"].shape[0] == sum(math.prod(g) for g in grids)
+    assert not any(t in codec.special_image_ids for seg in traj.segments if seg.trainable for t in seg.ids)
+
+
+@pytest.fixture(scope="module")
+def served():
+    yield from served_tiny_model()
