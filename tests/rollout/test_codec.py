@@ -11,7 +11,7 @@ from PIL import Image
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as hf_smart_resize
 
 from vlm_envs.protocol import Observation
-from vlm_envs.rollout.codec import ChatCodec, CodecError, smart_resize
+from vlm_envs.rollout.codec import ChatCodec, CodecError, image_digest, smart_resize
 from vlm_envs.testing import DEFAULT_SYSTEM_PROMPT, build_tiny_processor, build_tiny_tokenizer
 
 
@@ -179,6 +179,10 @@ def test_processed_images_are_cached_by_content(codec):
     assert second is first
     assert codec.cache_stats[0] == hits + 1
     assert codec.process_image(noise_image(7, 77, 77)) is not first
+    assert first.key == image_digest(first.image)
+    f = codec.patch_size * codec.merge_size
+    exact = noise_image(8, 2 * f, 4 * f)  # already at the target size: kept as given, same key
+    assert codec.process_image(exact).key == image_digest(exact)
 
 
 def test_prompt_without_system_message_gets_default_and_explicit_images(codec, processor):

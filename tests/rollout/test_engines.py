@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.codec import ChatCodec, image_digest
 from vlm_envs.rollout.engines import (
     Engine,
     EngineTimeout,
@@ -206,6 +206,7 @@ def test_image_data_uri_formats():
     decoded = Image.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1])))
     assert np.array_equal(np.asarray(decoded), np.asarray(image))
     assert image_data_uri(image.copy()) is uri  # cached by content
+    assert image_data_uri(image, key=image_digest(image)) is uri
     buf = io.BytesIO()
     image.save(buf, format="JPEG")
     assert image_data_uri(buf.getvalue()).startswith("data:image/jpeg;base64,")

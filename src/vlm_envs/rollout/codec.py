@@ -55,6 +55,8 @@ class ProcessedImage:
     pixel_values: torch.Tensor
     grid_thw: tuple[int, int, int]
     num_tokens: int
+    #: :func:`image_digest` of ``image`` (the resized one), e.g. for ``image_data_uri(image, key)``.
+    key: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +132,7 @@ class _ByteLRU:
 
 def image_digest(image: Image.Image) -> str:
     """A content key for an image: same mode, size and pixels give the same key in any process."""
-    h = hashlib.blake2b(digest_size=16)
+    h = hashlib.sha1(usedforsecurity=False)  # the fastest hashlib digest here; a content key, not security
     h.update(f"{image.mode}:{image.size[0]}x{image.size[1]}:".encode())
     h.update(image.tobytes())
     return h.hexdigest()
@@ -244,6 +246,7 @@ class ChatCodec:
             pixel_values=out["pixel_values"],
             grid_thw=grid,  # type: ignore[arg-type]
             num_tokens=math.prod(grid) // self.merge_size**2,
+            key=key if rgb is image else image_digest(rgb),
         )
         self._cache.put(key, item)
         return item

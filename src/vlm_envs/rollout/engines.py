@@ -85,8 +85,8 @@ class _UriCache:
         self._chars = 0
         self._lock = threading.Lock()
 
-    def get_or_make(self, image: Image.Image) -> str:
-        key = image_digest(image)
+    def get_or_make(self, image: Image.Image, key: str | None) -> str:
+        key = key or image_digest(image)
         with self._lock:
             uri = self._items.get(key)
             if uri is not None:
@@ -113,17 +113,17 @@ _URI_CACHE = _UriCache(max_chars=256 << 20)
 _MAGIC_MIME = ((b"\x89PNG\r\n\x1a\n", "image/png"), (b"\xff\xd8\xff", "image/jpeg"), (b"RIFF", "image/webp"))
 
 
-def image_data_uri(image: ImageInput) -> str:
+def image_data_uri(image: ImageInput, key: str | None = None) -> str:
     """An image as SGLang's ``image_data`` takes it.
 
-    A PIL image becomes a PNG data URI (cached by content, so revisited frames cost a hash);
-    encoded bytes (PNG, JPEG, WebP) become a data URI of their own type; a string (data URI, URL,
-    path) passes unchanged.
+    A PIL image becomes a PNG data URI, cached by content: ``key`` is its :func:`image_digest` if
+    known (``ProcessedImage.key``), which saves hashing it again. Encoded bytes (PNG, JPEG, WebP)
+    become a data URI of their own type; a string (data URI, URL, path) passes unchanged.
     """
     if isinstance(image, str):
         return image
     if isinstance(image, Image.Image):
-        return _URI_CACHE.get_or_make(image)
+        return _URI_CACHE.get_or_make(image, key)
     if isinstance(image, bytes | bytearray):
         mime = next((m for magic, m in _MAGIC_MIME if image.startswith(magic)), None)
         if mime is None:
