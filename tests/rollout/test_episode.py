@@ -2,7 +2,7 @@ import asyncio
 import math
 
 import pytest
-from rollout_helpers import assert_trainer_invariants, script, served  # noqa: F401 (fixture)
+from rollout_helpers import assert_trainer_invariants, script, served_tiny_model
 
 from vlm_envs import build_env
 from vlm_envs.rollout.engines import EngineOutput, SGLangEngine
@@ -10,6 +10,7 @@ from vlm_envs.rollout.episode import EpisodeConfig, Status, run_episode
 from vlm_envs.testing import Fault
 
 SAMPLING = {"temperature": 1.0}
+served = pytest.fixture(scope="module")(served_tiny_model)
 
 
 def play(server, codec, env, config, seed=0, **kwargs):
@@ -34,7 +35,7 @@ def test_sokoban_vision_episode_of_several_turns_is_token_exact(served):
         server, codec, env, EpisodeConfig(max_turns=3, max_new_tokens=32, check_template=True), seed=4
     )
     assert traj.status is Status.TRUNCATED and traj.error is None  # max_turns reached
-    assert [t.model_text for t in traj.turns][0] == "<answer>Up</answer>"
+    assert traj.turns[0].model_text == "<answer>Up</answer>"
     assert [t.metrics["format_valid"] for t in traj.turns] == [True, True, True]
     assert traj.template_check.ok, traj.template_check.detail
     assert len(traj.images) == 3  # the first frame and one per observation kept (the last is not encoded)
@@ -126,7 +127,7 @@ def test_generated_image_token_ends_the_episode_without_it(served):
     _, codec = served
     env = build_env("sokoban", grid_size=(6, 6), num_boxes=1)
     answer = codec.tokenize("<answer>Up</answer>")
-    engine = ScriptedEngine(answer + [codec.image_token_id] + codec.tokenize("more") + [codec.end_of_turn_id])
+    engine = ScriptedEngine([*answer, codec.image_token_id, *codec.tokenize("more"), codec.end_of_turn_id])
     config = EpisodeConfig(max_turns=3, max_new_tokens=32)
     traj = asyncio.run(run_episode(env, engine, codec, seed=1, config=config))
     assert traj.status is Status.TRUNCATED and "image special token" in traj.error

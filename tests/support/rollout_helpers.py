@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 
-import pytest
-
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.episode import Trajectory
 from vlm_envs.testing import Fault, SGLangTestServer, build_test_engine
@@ -55,8 +53,3 @@ def assert_trainer_invariants(traj: Trajectory, codec: ChatCodec) -> None:
     if inputs:
         assert inputs["pixel_values"].shape[0] == sum(math.prod(g) for g in grids)
     assert not any(t in codec.special_image_ids for seg in traj.segments if seg.trainable for t in seg.ids)
-
-
-@pytest.fixture(scope="module")
-def served():
-    yield from served_tiny_model()

@@ -63,7 +63,8 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
         engine_placeholders=bool(getattr(args, "vlm_envs_engine_placeholders", False)),
         check_template=bool(getattr(args, "vlm_envs_check_template", False)),
     )
-    url = f"http://{getattr(args, 'sglang_router_ip', '127.0.0.1')}:{getattr(args, 'sglang_router_port', 30000)}"
+    host, port = getattr(args, "sglang_router_ip", "127.0.0.1"), getattr(args, "sglang_router_port", 30000)
+    url = f"http://{host}:{port}"
     set_reward = bool(getattr(args, "vlm_envs_set_reward", True))
     return HookConfig(env=str(env), seed=seed, episode=episode, set_reward=set_reward, url=url)
 
