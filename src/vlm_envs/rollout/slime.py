@@ -166,8 +166,8 @@ def _fill_sample(args: Any, sample: Any, traj: Trajectory, codec: ChatCodec, *, 
         sample.tokens += traj.response_ids
         sample.response = codec.decode(traj.response_ids, skip_special_tokens=False)
         sample.response_length = traj.response_length
-    # slime wants both lists as long as the response even when it is empty
-    sample.loss_mask, sample.rollout_log_probs = traj.loss_mask, traj.log_probs
+    if sample.loss_mask is None:  # older slime, or an empty response: slime still wants both lists
+        sample.loss_mask, sample.rollout_log_probs = traj.loss_mask, traj.log_probs
     train_inputs = traj.train_inputs()
     sample.multimodal_train_inputs = train_inputs or None
     if traj.images:
