@@ -119,7 +119,7 @@ def normalize_answer(text: str) -> Answer:
     s = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), s)
     hedge = multi_hedge or bool(_HEDGE_WORD.search(s)) or _has_top_level(s, ",;")
     if not hedge:
-        s = _ASSIGN.split(s)[-1]
+        s = _after_last_assignment(s)
     s, unit = _strip_angle_units(s)
     s = _strip_units(s)
     s = s.strip().rstrip(".").strip().removeprefix("+").strip()
@@ -253,6 +253,20 @@ def _has_top_level(s: str, chars: str) -> bool:
         elif c in chars and level <= 0:
             return True
     return False
+
+
+def _after_last_assignment(s: str) -> str:
+    """The right-hand side of the last top-level ``=`` or ``\\approx`` ("m\\angle C = 127" -> "127")."""
+    level = 0
+    cut = 0
+    depth_at = []
+    for c in s:
+        level += (c in "([{") - (c in ")]}")
+        depth_at.append(level)
+    for m in _ASSIGN.finditer(s):
+        if depth_at[m.start()] <= 0:
+            cut = m.end()
+    return s[cut:]
 
 
 def _decimals(s: str) -> int | None:

@@ -90,7 +90,11 @@ class _Worker:
                 raise WorkerTimeout
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                raise WorkerFailed(f"worker exited with code {self.proc.poll()}")
+                try:
+                    code = self.proc.wait(timeout=1.0)
+                except subprocess.TimeoutExpired:
+                    code = None
+                raise WorkerFailed(f"worker exited with code {code}")
             self._buffer += chunk
         line, _, self._buffer = self._buffer.partition(b"\n")
         return line

@@ -1,0 +1,84 @@
+"""Grading from many threads and from asyncio at once, under fork and spawn, without touching host alarms."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import multiprocessing
+import signal
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from vlm_envs.verify import TIMEOUT, Verdict, agrade, configure, grade
+
+CASES = [
+    ("4.24", r"3\sqrt{2}", True),
+    ("0.57", "0.53", False),
+    (r"\frac{30}{4}", r"\frac{15}{2}", True),
+    ("52 or 53", "52", False),
+    (r"m\angle C = 127^\circ", "127", True),
+    ("22.6", "22.63", False),
+    ("6.71", "6.7", True),
+    ("B", "12", False),
+]
+
+
+def _grade_all() -> list[bool]:
+    return [grade(p, g).correct for p, g, _ in CASES]
+
+
+EXPECTED = [c for _, _, c in CASES]
+
+
+def test_eight_threads_and_asyncio_at_once() -> None:
+    async def many_async() -> list[Verdict]:
+        return await asyncio.gather(*(agrade(p, g) for _ in range(3) for p, g, _ in CASES))
+
+    with ThreadPoolExecutor(8) as threads:
+        futures = [threads.submit(_grade_all) for _ in range(8)]
+        async_verdicts = asyncio.run(many_async())
+        thread_results = [f.result(timeout=120) for f in futures]
+    assert thread_results == [EXPECTED] * 8
+    assert [v.correct for v in async_verdicts] == EXPECTED * 3
+
+
+def test_event_loop_stays_responsive_while_grading() -> None:
+    slow = (r"\frac{(x+1)^{60}}{(x-1)^{60}}", r"\frac{(x+2)^{60}}{(x-2)^{60}}")  # ~4 s of sympy
+
+    async def main() -> tuple[int, Verdict]:
+        ticks = 0
+        task = asyncio.ensure_future(agrade(*slow, timeout=1.0))
+        while not task.done():
+            ticks += 1
+            await asyncio.sleep(0.01)
+        return ticks, await task
+
+    assert grade("1", "1").correct  # workers up
+    ticks, verdict = asyncio.run(main())
+    assert verdict.reason == TIMEOUT
+    assert ticks > 20  # the loop kept running (about 100 ticks) while a worker was busy for 1 s
+
+
+def test_host_alarm_survives_grading_in_main_and_other_threads() -> None:
+    previous = signal.signal(signal.SIGALRM, lambda *_: None)
+    try:
+        signal.alarm(100)
+        assert grade("x = 5", "5").correct
+        worker = threading.Thread(target=lambda: grade("4.24", r"3\sqrt{2}"))
+        worker.start()
+        worker.join()
+        assert signal.alarm(0) > 90
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_works_in_processes_started_by_fork_and_spawn(method: str) -> None:
+    assert _grade_all() == EXPECTED  # the parent's pool is running when the child starts
+    ctx = multiprocessing.get_context(method)
+    with ctx.Pool(1, initializer=functools.partial(configure, workers=1)) as child:
+        verdicts = child.starmap(grade, [(p, g) for p, g, _ in CASES])
+    assert [v.correct for v in verdicts] == EXPECTED
+    assert _grade_all() == EXPECTED  # the children did not disturb the parent's workers
