@@ -174,10 +174,14 @@ class _Episode:
             left.append(self.config.max_response_tokens - self.traj.response_length)
         return min(left)
 
-    async def _add_images(self, images: Sequence[ProcessedImage]) -> None:
-        if images:
-            self.image_uris += await asyncio.to_thread(lambda: [image_data_uri(p.image) for p in images])
-            self.traj.images += images
+    def _encode(self, fn: Callable[[], Encoded]) -> tuple[Encoded, list[str]]:
+        """Run an encoding and make the engine payloads of its images (one hop off the loop)."""
+        encoded = fn()
+        return encoded, [image_data_uri(p.image, p.key) for p in encoded.images]
+
+    def _add_images(self, images: Sequence[ProcessedImage], uris: list[str]) -> None:
+        self.traj.images += images
+        self.image_uris += uris
 
     async def start(self, seed: int | None) -> Trajectory:
         t0 = time.perf_counter()
@@ -187,12 +191,12 @@ class _Episode:
             self.env.format_observation(obs)
         ]
         t1 = time.perf_counter()
-        prompt = await asyncio.to_thread(self.codec.encode_prompt, messages)
+        prompt, uris = await asyncio.to_thread(self._encode, lambda: self.codec.encode_prompt(messages))
         self.traj = Trajectory(prompt=prompt, messages=messages, reset_info=dict(info))
         self.traj.timings = {"reset_s": t1 - t0, "encode_prompt_s": time.perf_counter() - t1}
         self.engine_ids = list(prompt.engine_ids if self.config.engine_placeholders else prompt.ids)
         self.length = len(prompt.ids)
-        await self._add_images(prompt.images)
+        self._add_images(prompt.images, uris)
         return self.traj
 
     async def turn(self, index: int) -> bool:
@@ -212,7 +216,7 @@ class _Episode:
         self._append(Segment(ids, log_probs, trainable=True), ids)
         ended_with_eos = bool(ids) and ids[-1] == codec.end_of_turn_id
         content_ids = ids[:-1] if ended_with_eos else ids
-        text = await asyncio.to_thread(codec.decode, content_ids)
+        text = codec.decode(content_ids)  # bounded by max_new_tokens; a fast Rust call
         record = TurnRecord(index, text, out.finish_reason, len(ids), timings={"generate_s": t1 - t0})
         traj.turns.append(record)
         traj.messages.append({"role": "assistant", "content": text, "token_ids": content_ids})
@@ -231,18 +235,16 @@ class _Episode:
         if index + 1 >= self.config.max_turns:
             raise _Stop(Status.TRUNCATED)
         message = self.env.format_observation(obs)
-        delta = await asyncio.to_thread(
-            lambda: codec.encode_observation(message, obs.images, ended_with_eos=ended_with_eos)
+        delta, uris = await asyncio.to_thread(
+            self._encode, lambda: codec.encode_observation(message, obs.images, ended_with_eos=ended_with_eos)
         )
         record.timings["encode_s"] = time.perf_counter() - t2
         if len(delta.ids) >= self._budget():  # the observation and at least one generated token
             raise _Stop(Status.TRUNCATED)
         self._append(Segment(delta.ids, None, trainable=False), delta.engine_ids)
+        self._add_images(delta.images, uris)
         record.observation_tokens = len(delta.ids)
         traj.messages.append(message)
-        t3 = time.perf_counter()
-        await self._add_images(delta.images)
-        record.timings["payload_s"] = time.perf_counter() - t3
         return True
 
     def _append(self, segment: Segment, engine_ids: list[int]) -> None:
