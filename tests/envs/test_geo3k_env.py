@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from PIL import Image
-from slime_standin import Sample
+from slime.utils.types import Sample
 
 from vlm_envs import EpisodeFinishedError, build_env
 from vlm_envs.checker import check_env
