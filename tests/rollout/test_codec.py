@@ -11,7 +11,8 @@ from PIL import Image
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize as hf_smart_resize
 
 from vlm_envs.protocol import Observation
-from vlm_envs.rollout.codec import ChatCodec, CodecError, image_digest, smart_resize
+from vlm_envs.rollout.codec import ChatCodec, CodecError
+from vlm_envs.rollout.images import image_digest, smart_resize
 from vlm_envs.testing import DEFAULT_SYSTEM_PROMPT, build_tiny_processor, build_tiny_tokenizer
 
 
@@ -133,13 +134,14 @@ def test_images_expand_to_grid_tokens_and_tensors_line_up(codec):
         elif run:
             blocks.append(run)
             run = 0
-    assert blocks == [int(g.prod()) // codec.merge_size**2 for g in grid]
+    assert blocks == [int(g.prod()) // codec.vision.merge_size**2 for g in grid]
     assert set(enc.train_inputs()) == {"pixel_values", "image_grid_thw"}
     for processed, original in zip(enc.images, ims, strict=True):
         w, h = processed.image.size
         assert (w, h) == codec.target_size(*original.size)
         assert (
-            w % (codec.patch_size * codec.merge_size) == 0 and h % (codec.patch_size * codec.merge_size) == 0
+            w % (codec.vision.patch_size * codec.vision.merge_size) == 0
+            and h % (codec.vision.patch_size * codec.vision.merge_size) == 0
         )
 
 
@@ -173,14 +175,14 @@ def test_smart_resize_matches_the_processor_rule(h, w, factor, limits):
 def test_processed_images_are_cached_by_content(codec):
     a = noise_image(6, 77, 77)
     b = a.copy()
-    hits, _ = codec.cache_stats
+    hits, _ = codec.vision.cache_stats
     first = codec.process_image(a)
     second = codec.process_image(b)
     assert second is first
-    assert codec.cache_stats[0] == hits + 1
+    assert codec.vision.cache_stats[0] == hits + 1
     assert codec.process_image(noise_image(7, 77, 77)) is not first
     assert first.key == image_digest(first.image)
-    f = codec.patch_size * codec.merge_size
+    f = codec.vision.patch_size * codec.vision.merge_size
     exact = noise_image(8, 2 * f, 4 * f)  # already at the target size: kept as given, same key
     assert codec.process_image(exact).key == image_digest(exact)
 

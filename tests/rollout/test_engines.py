@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlm_envs.rollout.codec import ChatCodec, image_digest
+from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import (
     Engine,
     EngineTimeout,
@@ -22,6 +22,7 @@ from vlm_envs.rollout.engines import (
     image_data_uri,
     parse_generate_response,
 )
+from vlm_envs.rollout.images import image_digest
 from vlm_envs.testing import Fault, SGLangTestServer, build_test_engine
 
 

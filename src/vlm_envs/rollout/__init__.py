@@ -3,7 +3,7 @@
 Needs the ``rollout`` extra (torch, transformers, aiohttp).
 """
 
-from vlm_envs.rollout.codec import ChatCodec, CodecError, Encoded, ProcessedImage
+from vlm_envs.rollout.codec import ChatCodec, Encoded
 from vlm_envs.rollout.engines import (
     Engine,
     EngineError,
@@ -14,6 +14,7 @@ from vlm_envs.rollout.engines import (
     TransientEngineError,
     image_data_uri,
 )
+from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor, image_digest
 
 __all__ = [
     "ChatCodec",
@@ -27,5 +28,7 @@ __all__ = [
     "ProcessedImage",
     "SGLangEngine",
     "TransientEngineError",
+    "VisionPreprocessor",
     "image_data_uri",
+    "image_digest",
 ]

@@ -15,15 +15,13 @@ list of parts ``{"type": "text", "text": ...}`` / ``{"type": "image", "image": P
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import math
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 from PIL import Image
+
+from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor
 
 # Qwen-VL special token names (Qwen2-VL / Qwen2.5-VL / Qwen3-VL tokenizers).
 IMAGE_TOKEN = "<|image_pad|>"
@@ -38,25 +36,6 @@ _REF_USER = "U"
 _REF_ASSISTANT = "\u2063VLMENVS-ASSISTANT-TURN\u2063"
 # Stands for the k-th assistant content in render_conversation (cannot occur in a template's own text).
 _SPLICE = "\u2063VLMENVS-SPLICE-{}\u2063"
-
-
-class CodecError(ValueError):
-    """A conversation, image or template the codec cannot encode faithfully."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ProcessedImage:
-    """One image as the model sees it: resized to the processor's grid, and its processor output.
-
-    The tensors are shared through the codec's cache: treat them as read-only.
-    """
-
-    image: Image.Image
-    pixel_values: torch.Tensor
-    grid_thw: tuple[int, int, int]
-    num_tokens: int
-    #: :func:`image_digest` of ``image`` (the resized one), e.g. for ``image_data_uri(image, key)``.
-    key: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,70 +73,6 @@ class Encoded:
         return {"pixel_values": self.pixel_values, "image_grid_thw": self.image_grid_thw}
 
 
-class _ByteLRU:
-    """A thread-safe LRU of processed images, bounded by the bytes of their pixel values."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[str, ProcessedImage] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: str) -> ProcessedImage | None:
-        with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                self.misses += 1
-                return None
-            self.hits += 1
-            self._items.move_to_end(key)
-            return item
-
-    def put(self, key: str, item: ProcessedImage) -> None:
-        size = item.pixel_values.nbytes
-        if size > self.max_bytes:
-            return
-        with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= old.pixel_values.nbytes
-            self._items[key] = item
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, evicted = self._items.popitem(last=False)
-                self._bytes -= evicted.pixel_values.nbytes
-
-
-def image_digest(image: Image.Image) -> str:
-    """A content key for an image: same mode, size and pixels give the same key in any process."""
-    h = hashlib.sha1(usedforsecurity=False)  # the fastest hashlib digest here; a content key, not security
-    h.update(f"{image.mode}:{image.size[0]}x{image.size[1]}:".encode())
-    h.update(image.tobytes())
-    return h.hexdigest()
-
-
-def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixels: int) -> tuple[int, int]:
-    """The Qwen-VL target size: both sides multiples of ``factor``, area within the pixel limits,
-    aspect ratio kept as well as possible (the rule of the Qwen2-VL image processor)."""
-    if min(height, width) <= 0 or max(height, width) / min(height, width) > 200:
-        raise CodecError(
-            f"image of {width}x{height} pixels: sides must be positive, aspect ratio at most 200"
-        )
-    h = round(height / factor) * factor
-    w = round(width / factor) * factor
-    if h * w > max_pixels:
-        scale = math.sqrt(height * width / max_pixels)
-        h = max(factor, math.floor(height / scale / factor) * factor)
-        w = max(factor, math.floor(width / scale / factor) * factor)
-    elif h * w < min_pixels:
-        scale = math.sqrt(min_pixels / (height * width))
-        h = math.ceil(height * scale / factor) * factor
-        w = math.ceil(width * scale / factor) * factor
-    return h, w
-
-
 class ChatCodec:
     """Encodes prompts and observation deltas with a chat template, token-exactly.
 
@@ -178,7 +93,6 @@ class ChatCodec:
         if not self.chat_template:
             raise CodecError("the processor/tokenizer has no chat template: pass chat_template=")
         self._backend = getattr(self.tokenizer, "backend_tokenizer", None)
-        self._cache = _ByteLRU(cache_bytes)
 
         vocab = self.tokenizer.get_vocab()
         image_token = getattr(self.processor, "image_token", IMAGE_TOKEN)
@@ -189,10 +103,10 @@ class ChatCodec:
         #: Ids that may only appear where the codec puts them; a generated one must end the episode.
         self.special_image_ids: frozenset[int] = frozenset(vocab[n] for n in names if n in vocab)
 
-        if self.processor is not None:
-            self._init_image_params(self.processor.image_processor)
-            if self.image_token_id is None:
-                raise CodecError(f"the tokenizer has no image token {image_token!r}")
+        #: Image resizing, processing and caching; ``None`` for a plain tokenizer.
+        self.vision = None if self.processor is None else VisionPreprocessor(obj.image_processor, cache_bytes)
+        if self.vision is not None and self.image_token_id is None:
+            raise CodecError(f"the tokenizer has no image token {image_token!r}")
         self.end_of_turn_id = self._find_end_of_turn()
         eos = self.tokenizer.eos_token_id
         #: Token ids that end a generated turn: the template's end-of-turn token, then the tokenizer's eos.
@@ -202,63 +116,18 @@ class ChatCodec:
 
     # ---- images -----------------------------------------------------------------------------------
 
-    def _init_image_params(self, image_processor: Any) -> None:
-        try:
-            self.patch_size = int(image_processor.patch_size)
-            self.merge_size = int(image_processor.merge_size)
-        except (AttributeError, TypeError) as err:
-            raise CodecError("the image processor has no patch_size/merge_size (not a Qwen-VL one)") from err
-        size = image_processor.size
-        get = size.get if isinstance(size, Mapping) else lambda k: getattr(size, k, None)
-        self.min_pixels = int(get("shortest_edge") or getattr(image_processor, "min_pixels", 0) or 0)
-        self.max_pixels = int(get("longest_edge") or getattr(image_processor, "max_pixels", 0) or 0)
-        if not self.min_pixels or not self.max_pixels:
-            raise CodecError(f"the image processor's size {size!r} names no min/max pixels")
-        self._resample = Image.Resampling(int(getattr(image_processor, "resample", Image.Resampling.BICUBIC)))
-
     def target_size(self, width: int, height: int) -> tuple[int, int]:
         """``(width, height)`` the processor resizes an image of this size to."""
-        self._require_images()
-        h, w = smart_resize(
-            height, width, self.patch_size * self.merge_size, self.min_pixels, self.max_pixels
-        )
-        return w, h
+        return self._require_vision().target_size(width, height)
 
     def process_image(self, image: Image.Image) -> ProcessedImage:
         """Resize ``image`` the way the processor will and run it; cached by image content."""
-        self._require_images()
-        key = image_digest(image)
-        cached = self._cache.get(key)
-        if cached is not None:
-            return cached
-        rgb = image if image.mode == "RGB" else image.convert("RGB")
-        size = self.target_size(*rgb.size)
-        if rgb.size != size:
-            rgb = rgb.resize(size, self._resample)
-        out = self.processor.image_processor(images=[rgb], return_tensors="pt")
-        grid = tuple(int(x) for x in out["image_grid_thw"][0])
-        if grid[1] * self.patch_size != size[1] or grid[2] * self.patch_size != size[0]:
-            raise CodecError(
-                f"processor grid {grid} does not match the target size {size} (patch {self.patch_size})"
-            )
-        item = ProcessedImage(
-            image=rgb,
-            pixel_values=out["pixel_values"],
-            grid_thw=grid,  # type: ignore[arg-type]
-            num_tokens=math.prod(grid) // self.merge_size**2,
-            key=key if rgb is image else image_digest(rgb),
-        )
-        self._cache.put(key, item)
-        return item
+        return self._require_vision().process(image)
 
-    @property
-    def cache_stats(self) -> tuple[int, int]:
-        """``(hits, misses)`` of the processed-image cache."""
-        return self._cache.hits, self._cache.misses
-
-    def _require_images(self) -> None:
-        if self.processor is None:
+    def _require_vision(self) -> VisionPreprocessor:
+        if self.vision is None:
             raise CodecError("this codec wraps a plain tokenizer: images need a processor")
+        return self.vision
 
     # ---- text -------------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import aiohttp
 from PIL import Image
 
-from vlm_envs.rollout.codec import image_digest
+from vlm_envs.rollout.images import image_digest
 
 FinishReason = Literal["stop", "length", "abort"]
 ImageInput = str | bytes | Image.Image

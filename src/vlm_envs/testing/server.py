@@ -151,7 +151,7 @@ class SGLangTestServer:
         ready = threading.Event()
 
         async def serve() -> None:
-            self._runner = web.AppRunner(self.app(), access_log=None)
+            self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=1.0)
             await self._runner.setup()
             await web.SockSite(self._runner, sock).start()
             ready.set()
