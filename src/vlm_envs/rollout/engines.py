@@ -246,13 +246,14 @@ class SGLangEngine:
                     headers={"Content-Type": "application/json"},
                     timeout=aiohttp.ClientTimeout(total=self.timeout),
                 ) as resp:
-                    body = await resp.text()
+                    body = await resp.read()
                     if resp.status == 200:
                         try:
                             return json.loads(body)
-                        except json.JSONDecodeError as err:
+                        except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
                             raise PermanentEngineError(f"/generate replied with invalid JSON: {err}") from err
-                    message = f"/generate answered HTTP {resp.status}: {body[:300]}"
+                    excerpt = body[:300].decode("utf-8", errors="replace")
+                    message = f"/generate answered HTTP {resp.status}: {excerpt}"
                     if resp.status >= 500 or resp.status in _RETRY_4XX:
                         last = TransientEngineError(message)
                         continue
