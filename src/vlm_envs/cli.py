@@ -1,0 +1,218 @@
+"""The ``vlm-envs`` command: ``list``, ``play``, ``eval`` and ``make-dataset``.
+
+Problems the user must fix (unknown env or policy, unreachable server, bad output path, bad
+config) end with one ``vlm-envs: error: ...`` line on stderr and exit code 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from vlm_envs.registry import EnvLoadError, UnknownEnvError, list_envs
+
+USAGE_ERROR = 2
+
+
+class UsageError(Exception):
+    """A problem with what the user asked for; reported in one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _env_config(pairs: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as a config dict; a value is JSON where it parses, else a string."""
+    config: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--config takes KEY=VALUE, got {pair!r}")
+        try:
+            config[key] = json.loads(value)
+        except json.JSONDecodeError:
+            config[key] = value
+    return config
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print every registered env with its description and source distribution."""
+    specs = list_envs()
+    rows = []
+    for spec in specs:
+        try:
+            description = spec.describe()
+        except EnvLoadError as err:
+            description = f"(cannot load: {err})"
+        rows.append((spec.name, description, spec.distribution or "(registered at run time)"))
+    width = max((len(r[0]) for r in rows), default=4)
+    for name, description, dist in rows:
+        print(f"{name:<{width}}  {description}  [{dist}]")
+    return 0
+
+
+def _build_env(name: str, max_turns: int | None, config: dict[str, Any]) -> Any:
+    from vlm_envs.eval.runner import EvalConfig, make_env, one_line
+
+    try:
+        return make_env(
+            EvalConfig(env=name, policy="", n=1, out=Path(), max_turns=max_turns, env_config=config)
+        )
+    except (UnknownEnvError, EnvLoadError) as err:
+        raise UsageError(str(err)) from err
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"env {name!r} rejects its config: {one_line(err)}") from err
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """Play an env in the terminal."""
+    from vlm_envs.eval.play import PlaySession
+
+    env = _build_env(args.env, args.max_turns, _env_config(args.config))
+    frames = Path(args.save_frames) if args.save_frames else None
+    if frames is not None and frames.exists() and not frames.is_dir():
+        raise UsageError(f"--save-frames path {str(frames)!r} is a file, not a folder")
+    try:
+        PlaySession(env, sys.stdin, sys.stdout, frames, args.wrap).run(args.seed)
+    finally:
+        env.close()
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Evaluate a policy on an env and write results, summary and report."""
+    from vlm_envs.eval.policies import PolicyOptions
+    from vlm_envs.eval.runner import EvalConfig, EvalError, run_eval
+
+    kind = args.policy.partition(":")[0]
+    out = Path(args.out) if args.out else Path("runs") / f"{args.env}-{kind}"
+    options = PolicyOptions(
+        model=args.model,
+        tokenizer=args.tokenizer,
+        api_key=args.api_key or os.environ.get("OPENAI_API_KEY"),
+        temperature=args.temperature,
+        max_tokens=args.max_tokens,
+        tools=args.tools,
+        timeout=args.timeout,
+    )
+    config = EvalConfig(
+        env=args.env,
+        policy=args.policy,
+        n=args.n,
+        out=out,
+        seed=args.seed,
+        concurrency=args.concurrency,
+        max_turns=args.max_turns,
+        resume=args.resume,
+        env_config=_env_config(args.config),
+        options=options,
+    )
+    try:
+        summary = run_eval(config, progress_stream=None if args.quiet else sys.stderr)
+    except EvalError as err:
+        raise UsageError(str(err)) from err
+    rate, (low, high) = summary["success_rate"], summary["success_ci95"]
+    print(
+        f"{args.env} / {args.policy}: {summary['episodes']} episodes, success {rate:.1%} "
+        f"(95% CI {low:.1%}-{high:.1%}), mean reward {summary['mean_reward']:.3f}, "
+        f"mean turns {summary['mean_turns']:.2f}"
+    )
+    print(f"report: {(out / 'index.html').resolve()}")
+    return 0
+
+
+def cmd_make_dataset(args: argparse.Namespace) -> int:
+    """Write slime-ready parquet rows and the matching YAML."""
+    from vlm_envs.eval.datasets import make_dataset
+    from vlm_envs.eval.runner import one_line
+
+    out = Path(args.out)
+    if out.is_dir():
+        raise UsageError(f"--out {str(out)!r} is a folder; give a file name such as train.parquet")
+    try:
+        files = make_dataset(args.env, args.n, out, args.seed, args.max_turns, _env_config(args.config))
+    except (UnknownEnvError, EnvLoadError) as err:
+        raise UsageError(str(err)) from err
+    except (TypeError, ValueError) as err:
+        raise UsageError(f"make-dataset {args.env!r}: {one_line(err)}") from err
+    print(f"wrote {files.rows} rows to {files.parquet} and the slime YAML to {files.yaml}")
+    print("slime flags:\n  " + files.slime_flags())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``vlm-envs`` argument parser."""
+    parser = _Parser(prog="vlm-envs", description="Multi-turn vision-language RL environments.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    sub.add_parser("list", help="registered envs with their description and source").set_defaults(
+        func=cmd_list
+    )
+
+    def env_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("env", help="an env name (see `vlm-envs list`) or a module path")
+        p.add_argument("--seed", type=int, default=0, help="seed of the (first) episode (default 0)")
+        p.add_argument(
+            "--max-turns", type=int, default=None, help="turn cap, given to the env as args.max_turns"
+        )
+        p.add_argument(
+            "--config", action="append", default=[], metavar="KEY=VALUE", help="env config (JSON values)"
+        )
+
+    play = sub.add_parser("play", help="play an env in the terminal")
+    env_options(play)
+    play.add_argument("--save-frames", metavar="DIR", help="save every observation image as PNG in DIR")
+    play.add_argument("--wrap", metavar="TAG", help="wrap each typed line in <TAG>...</TAG> (e.g. answer)")
+    play.set_defaults(func=cmd_play)
+
+    ev = sub.add_parser(
+        "eval", help="evaluate a policy on an env; writes results, summary and an HTML report"
+    )
+    env_options(ev)
+    ev.add_argument(
+        "--policy", required=True, help="solver | reference | random | openai:BASE_URL | sglang:URL"
+    )
+    ev.add_argument("-n", type=int, default=32, help="number of episodes (default 32)")
+    ev.add_argument("--concurrency", type=int, default=8, help="episodes at a time (default 8)")
+    ev.add_argument("--out", help="output folder (default runs/ENV-POLICY)")
+    ev.add_argument("--resume", action="store_true", help="play only the episodes missing from --out")
+    ev.add_argument("--model", help="model name for openai:BASE_URL")
+    ev.add_argument("--tokenizer", help="processor/tokenizer path for sglang:URL")
+    ev.add_argument("--api-key", help="API key for openai:BASE_URL (default $OPENAI_API_KEY)")
+    ev.add_argument("--temperature", type=float, default=0.0)
+    ev.add_argument("--max-tokens", type=int, default=1024, help="generated tokens per turn")
+    ev.add_argument("--tools", action="store_true", help="send the env's tools() to the openai server")
+    ev.add_argument("--timeout", type=float, default=300.0, help="seconds per model request")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    ev.set_defaults(func=cmd_eval)
+
+    ds = sub.add_parser("make-dataset", help="parquet rows for slime --prompt-data, and the matching YAML")
+    env_options(ds)
+    ds.add_argument("-n", type=int, required=True, help="number of rows")
+    ds.add_argument("--out", required=True, help="parquet file to write (the YAML goes next to it)")
+    ds.set_defaults(func=cmd_make_dataset)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``vlm-envs`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except UsageError as err:
+        print(f"vlm-envs: error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print("vlm-envs: interrupted (eval --resume continues where it stopped)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

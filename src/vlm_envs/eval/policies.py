@@ -1,0 +1,245 @@
+"""Policies ``vlm-envs eval`` can run: scripted ones, any OpenAI-compatible server, and SGLang.
+
+``solver`` (envs with ``solver_response()``, e.g. sokoban), ``reference`` (envs with
+``reference_answer`` and ``tool_call()``, e.g. geo3k) and ``random`` (``env.random_response``) need no
+model. ``openai:BASE_URL`` talks to a chat server; ``sglang:URL`` plays through
+:func:`vlm_envs.rollout.episode.run_episode`, the token-in/token-out loop training uses.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import dataclasses
+import random
+from collections.abc import Callable
+from typing import Any
+
+from vlm_envs.eval.openai_chat import ChatError, OpenAIChatClient, to_openai_messages
+from vlm_envs.eval.records import EpisodeResult, TurnResult
+from vlm_envs.protocol import Env, Observation
+
+POLICY_KINDS = ("solver", "reference", "random", "openai:BASE_URL", "sglang:URL")
+
+
+class PolicyError(Exception):
+    """A policy cannot be built, cannot reach its server, or cannot play this env."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyOptions:
+    """Options of the model policies (ignored by scripted ones)."""
+
+    model: str | None = None
+    tokenizer: Any = None  # a path, or a processor/tokenizer object (Python use)
+    api_key: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 1024
+    tools: bool = False
+    timeout: float = 300.0
+    max_retries: int = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """A policy's reply to one observation."""
+
+    text: str
+    message: dict[str, Any] | None = None  # the assistant message to keep in the conversation
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+
+
+@dataclasses.dataclass
+class EpisodeState:
+    """What a turn-by-turn policy sees: the env, the conversation so far and per-episode randomness."""
+
+    env: Env
+    seed: int
+    turn: int
+    max_turns: int
+    messages: list[dict[str, Any]]
+    observation: Observation
+    rng: random.Random
+
+
+class Policy(abc.ABC):
+    """Plays whole episodes of an env."""
+
+    #: The name written to ``run.json`` and the report.
+    name: str = ""
+
+    def check_env(self, env: Env) -> None:
+        """Raise :class:`PolicyError` if this policy cannot play ``env``."""
+
+    async def start(self) -> None:
+        """Prepare (load a tokenizer, check the server answers); raise :class:`PolicyError` if not."""
+
+    async def close(self) -> None:
+        """Release connections."""
+
+    @abc.abstractmethod
+    async def play(self, env: Env, seed: int, max_turns: int) -> EpisodeResult:
+        """One episode; failures of the env or the model end it as ``failed``, never raise."""
+
+
+class TurnPolicy(Policy):
+    """A policy that answers one observation at a time; :meth:`play` runs the env loop."""
+
+    @abc.abstractmethod
+    async def reply(self, state: EpisodeState) -> Reply:
+        """The response to ``state.observation``; raise :class:`ChatError` if the model fails."""
+
+    async def play(self, env: Env, seed: int, max_turns: int) -> EpisodeResult:
+        obs, info = await env.areset(seed=seed)
+        system = env.system_prompt()
+        messages = ([{"role": "system", "content": system}] if system else []) + [env.format_observation(obs)]
+        state = EpisodeState(env, seed, 0, max_turns, messages, obs, random.Random(seed))
+        turns = [TurnResult(obs)]
+        status, error = "truncated", None
+        last_prompt, generated = None, 0
+        for k in range(max_turns):
+            state.turn = k
+            try:
+                reply = await self.reply(state)
+            except ChatError as err:
+                status, error = "failed", f"policy: {err}"
+                break
+            try:
+                obs, done, step = await env.astep(reply.text)
+            except Exception as err:  # an env's bug ends this episode, not the run
+                status, error = "failed", f"env: {type(err).__name__}: {err}"
+                break
+            turns.append(
+                TurnResult(
+                    obs,
+                    reply.text,
+                    step.reward,
+                    done,
+                    dict(step.metrics),
+                    dict(step.info),
+                    reply.completion_tokens,
+                    reply.finish_reason,
+                )
+            )
+            if reply.prompt_tokens is not None and reply.completion_tokens is not None:
+                last_prompt = reply.prompt_tokens + reply.completion_tokens
+                generated += reply.completion_tokens
+            messages.append(reply.message or {"role": "assistant", "content": reply.text})
+            messages.append(env.format_observation(obs))
+            state.observation = obs
+            if done:
+                status = "completed"
+                break
+        reward = 0.0 if status == "failed" else float(env.episode_reward())
+        return EpisodeResult(
+            seed=seed,
+            status=status,
+            reward=reward,
+            turns=turns,
+            error=error,
+            reset_info=dict(info),
+            tokens=last_prompt,
+            generated_tokens=generated if last_prompt is not None else None,
+        )
+
+
+class SolverPolicy(TurnPolicy):
+    """The env's own optimal moves (``env.solver_response()``), as many per turn as it allows."""
+
+    name = "solver"
+
+    def check_env(self, env: Env) -> None:
+        if not callable(getattr(env, "solver_response", None)):
+            raise PolicyError("policy 'solver' needs an env with solver_response() (such as sokoban)")
+
+    async def reply(self, state: EpisodeState) -> Reply:
+        text = await asyncio.to_thread(state.env.solver_response)  # type: ignore[attr-defined]
+        return Reply(text or "I cannot find a solution.")
+
+
+class ReferencePolicy(TurnPolicy):
+    """Checks the reference answer with the env's tool, then answers it in ``\\boxed{}``."""
+
+    name = "reference"
+
+    def check_env(self, env: Env) -> None:
+        if not callable(getattr(env, "tool_call", None)) or not hasattr(type(env), "reference_answer"):
+            raise PolicyError(
+                "policy 'reference' needs an env with reference_answer and tool_call() (such as geo3k)"
+            )
+
+    async def reply(self, state: EpisodeState) -> Reply:
+        env: Any = state.env
+        answer = env.reference_answer
+        if state.turn == 0 and state.max_turns > 1:
+            return Reply(f"Let me check my answer. {env.tool_call(answer)}")
+        return Reply(f"The answer is \\boxed{{{answer}}}.")
+
+
+class RandomPolicy(TurnPolicy):
+    """``env.random_response(rng)`` with a generator seeded by the episode seed."""
+
+    name = "random"
+
+    async def reply(self, state: EpisodeState) -> Reply:
+        return Reply(state.env.random_response(state.rng))
+
+
+class OpenAIPolicy(TurnPolicy):
+    """A model behind an OpenAI-compatible ``/chat/completions`` (images as data URIs)."""
+
+    def __init__(self, base_url: str, options: PolicyOptions) -> None:
+        if not options.model:
+            raise PolicyError("policy 'openai:...' needs --model NAME (the model name the server serves)")
+        self.name = f"openai:{base_url}"
+        self.options = options
+        self.client = OpenAIChatClient(
+            base_url,
+            options.model,
+            api_key=options.api_key,
+            timeout=options.timeout,
+            max_retries=options.max_retries,
+        )
+        self.sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens}
+
+    async def start(self) -> None:
+        try:
+            await self.client.check_reachable()
+        except ChatError as err:
+            await self.client.close()
+            raise PolicyError(str(err)) from err
+
+    async def close(self) -> None:
+        await self.client.close()
+
+    async def reply(self, state: EpisodeState) -> Reply:
+        tools_of = getattr(state.env, "tools", None)
+        tools = tools_of() if self.options.tools and callable(tools_of) else None
+        messages = await asyncio.to_thread(to_openai_messages, state.messages)
+        out = await self.client.complete(messages, self.sampling, tools)
+        message = {"role": "assistant", "content": out.message.get("content") or ""}
+        if out.message.get("tool_calls"):
+            message["tool_calls"] = out.message["tool_calls"]
+        return Reply(out.text, message, out.prompt_tokens, out.completion_tokens, out.finish_reason)
+
+
+def build_policy(spec: str, options: PolicyOptions | None = None) -> Policy:
+    """A policy from its command-line spelling (see :data:`POLICY_KINDS`)."""
+    options = options or PolicyOptions()
+    scripted: dict[str, Callable[[], Policy]] = {
+        "solver": SolverPolicy,
+        "reference": ReferencePolicy,
+        "random": RandomPolicy,
+    }
+    if spec in scripted:
+        return scripted[spec]()
+    kind, sep, url = spec.partition(":")
+    if sep and url and kind == "openai":
+        return OpenAIPolicy(url, options)
+    if sep and url and kind == "sglang":
+        from vlm_envs.eval.sglang_policy import SGLangPolicy  # needs the rollout extra (torch)
+
+        return SGLangPolicy(url, options)
+    raise PolicyError(f"unknown policy {spec!r}; use one of: {', '.join(POLICY_KINDS)}")

@@ -1,0 +1,138 @@
+"""What one evaluated episode holds, in memory and as one line of ``results.jsonl``.
+
+Turn 0 is the env's first observation; turn ``k >= 1`` is the model's ``k``-th reply, the env's
+verdict on it and the observation that followed. Images are written as PNG files under
+``frames/`` and the record names them by path relative to the output folder.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any
+
+from vlm_envs.protocol import Observation
+
+#: How an episode ended (the values of the rollout's ``Status``).
+STATUSES = ("completed", "truncated", "aborted", "failed")
+FRAMES_DIR = "frames"
+
+
+@dataclasses.dataclass
+class TurnResult:
+    """One turn: the model's reply (``None`` for turn 0), the env's answer and the observation."""
+
+    observation: Observation | None
+    model_text: str | None = None
+    reward: float = 0.0
+    done: bool = False
+    metrics: dict[str, float | int | bool] = dataclasses.field(default_factory=dict)
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    generated_tokens: int | None = None
+    finish_reason: str | None = None
+
+
+@dataclasses.dataclass
+class EpisodeResult:
+    """A finished episode as a policy played it."""
+
+    seed: int
+    status: str
+    reward: float
+    turns: list[TurnResult]
+    error: str | None = None
+    reset_info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: Prompt + response tokens where the policy knows them (model policies), else ``None``.
+    tokens: int | None = None
+    generated_tokens: int | None = None
+
+    @property
+    def replies(self) -> list[TurnResult]:
+        """The turns that hold a model reply (all but turn 0)."""
+        return [t for t in self.turns if t.model_text is not None]
+
+    @property
+    def final_metrics(self) -> dict[str, float | int | bool]:
+        """The metrics of the last reply (the env reports episode-level ones there)."""
+        replies = self.replies
+        return dict(replies[-1].metrics) if replies else {}
+
+    @property
+    def success(self) -> bool:
+        """The env's ``success`` metric where it reports one, else a positive episode reward."""
+        final = self.final_metrics
+        return bool(final["success"]) if "success" in final else self.reward > 0
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON data: non-finite floats become ``None``, unknown objects their ``str``."""
+    if depth > 20:
+        return str(value)
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v, depth + 1) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return json_safe(value.tolist(), depth + 1)
+    return str(value)
+
+
+def frame_path(episode: int, turn: int, image: int) -> str:
+    """Where image ``image`` of turn ``turn`` of episode ``episode`` goes, relative to the output folder."""
+    return f"{FRAMES_DIR}/ep{episode:05d}/turn{turn:03d}_{image}.png"
+
+
+def _observation_record(obs: Observation | None, episode: int, turn: int, out_dir: Path | None) -> Any:
+    if obs is None:
+        return None
+    paths = []
+    for i, image in enumerate(obs.images):
+        rel = frame_path(episode, turn, i)
+        if out_dir is not None:
+            target = out_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            image.save(target, format="PNG")
+        paths.append(rel)
+    return {"text": obs.text, "role": obs.role, "images": paths}
+
+
+def to_record(
+    result: EpisodeResult, episode: int, out_dir: Path | None, extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``results.jsonl`` line of an episode; saves its frames under ``out_dir`` (if given)."""
+    turns = []
+    for k, turn in enumerate(result.turns):
+        item: dict[str, Any] = {"turn": k}
+        if turn.model_text is not None:
+            item.update(
+                model_text=turn.model_text,
+                reward=turn.reward,
+                done=turn.done,
+                metrics=turn.metrics,
+                info=turn.info,
+                generated_tokens=turn.generated_tokens,
+                finish_reason=turn.finish_reason,
+            )
+        item["observation"] = _observation_record(turn.observation, episode, k, out_dir)
+        turns.append(item)
+    record = {
+        "episode": episode,
+        "seed": result.seed,
+        "status": result.status,
+        "error": result.error,
+        "reward": result.reward,
+        "success": result.success,
+        "num_turns": len(result.replies),
+        "tokens": result.tokens,
+        "generated_tokens": result.generated_tokens,
+        "metrics": result.final_metrics,
+        "reset_info": result.reset_info,
+        "turns": turns,
+        **(extra or {}),
+    }
+    return json_safe(record)

@@ -1,0 +1,213 @@
+"""Run N episodes of an env with a policy, K at a time, into an output folder that survives a kill.
+
+The folder holds ``run.json`` (what was asked), ``results.jsonl`` (one line per finished episode,
+appended and flushed as it finishes), ``frames/`` (every observation image as PNG),
+``summary.json`` and ``index.html``. Episode ``i`` plays seed ``seed + i``; ``resume`` plays only
+the episodes missing from ``results.jsonl`` (a line cut short by a kill is dropped first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import types
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions, build_policy
+from vlm_envs.eval.progress import Progress
+from vlm_envs.eval.records import EpisodeResult, TurnResult, json_safe, to_record
+from vlm_envs.eval.summary import summarize
+from vlm_envs.protocol import Env
+from vlm_envs.registry import EnvLoadError, UnknownEnvError, build_env
+
+RESULTS, SUMMARY, RUN, REPORT = "results.jsonl", "summary.json", "run.json", "index.html"
+#: Turn cap when none is given: the slime hook's default, so eval plays what training plays.
+DEFAULT_MAX_TURNS = 8
+#: ``run.json`` fields that must match for ``resume`` (``n`` may grow).
+_SAME_RUN_KEYS = ("env", "policy", "seed", "max_turns", "env_config")
+
+
+class EvalError(Exception):
+    """The eval cannot start as asked (bad env, policy, server or output folder)."""
+
+
+def one_line(err: BaseException, limit: int = 300) -> str:
+    """An exception's message on one line (pydantic's multi-line errors included)."""
+    lines = [line.strip() for line in str(err).splitlines()]
+    text = " ".join(line for line in lines if line and not line.startswith("For further information"))
+    return (text or type(err).__name__)[:limit]
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """Everything one ``vlm-envs eval`` run needs."""
+
+    env: str
+    policy: str
+    n: int
+    out: Path
+    seed: int = 0
+    concurrency: int = 8
+    max_turns: int | None = None
+    resume: bool = False
+    env_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    options: PolicyOptions = dataclasses.field(default_factory=PolicyOptions)
+
+    def run_info(self) -> dict[str, Any]:
+        """What ``run.json`` records."""
+        return json_safe(
+            {
+                "env": self.env,
+                "policy": self.policy,
+                "n": self.n,
+                "seed": self.seed,
+                "max_turns": self.max_turns,
+                "env_config": dict(self.env_config),
+                "model": self.options.model,
+            }
+        )
+
+
+def make_env(config: EvalConfig) -> Env:
+    """One env as the run builds it: ``max_turns`` reaches it as the trainer's ``args.max_turns``."""
+    args = types.SimpleNamespace(max_turns=config.max_turns) if config.max_turns is not None else None
+    return build_env(config.env, args=args, **dict(config.env_config))
+
+
+def read_results(path: Path, repair: bool = False) -> list[dict[str, Any]]:
+    """The complete records of ``results.jsonl``; with ``repair``, a partial last line is cut off."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    end = data.rfind(b"\n") + 1
+    if repair and end < len(data):
+        with path.open("r+b") as f:
+            f.truncate(end)
+    records = []
+    for line in data[:end].splitlines():
+        if line.strip():
+            records.append(json.loads(line))
+    return records
+
+
+def _prepare_out(config: EvalConfig) -> list[dict[str, Any]]:
+    """Check and create the output folder; returns the records a resumed run keeps."""
+    out = config.out
+    if out.exists() and not out.is_dir():
+        raise EvalError(f"output path {str(out)!r} is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise EvalError(f"cannot create output folder {str(out)!r}: {err.strerror or err}") from err
+    results = out / RESULTS
+    run_file = out / RUN
+    if not config.resume:
+        if results.exists() and results.stat().st_size:
+            raise EvalError(f"{str(out)!r} already holds results: pass --resume, or choose another --out")
+        return []
+    if run_file.exists():
+        before = json.loads(run_file.read_text())
+        changed = [k for k in _SAME_RUN_KEYS if before.get(k) != config.run_info().get(k)]
+        if changed:
+            raise EvalError(
+                f"--resume in {str(out)!r}: {', '.join(changed)} differ from the run there ({RUN}); "
+                "use the same options or another --out"
+            )
+    return read_results(results, repair=True)
+
+
+def _check(config: EvalConfig, policy: Policy) -> None:
+    """Fail early on a bad env, env config or policy/env mismatch."""
+    if config.n < 1:
+        raise EvalError(f"-n must be at least 1, got {config.n}")
+    if config.concurrency < 1:
+        raise EvalError(f"--concurrency must be at least 1, got {config.concurrency}")
+    if config.max_turns is not None and config.max_turns < 1:
+        raise EvalError(f"--max-turns must be at least 1, got {config.max_turns}")
+    try:
+        env = make_env(config)
+    except (UnknownEnvError, EnvLoadError) as err:
+        raise EvalError(str(err)) from err
+    except (TypeError, ValueError) as err:
+        raise EvalError(f"env {config.env!r} rejects its config: {one_line(err)}") from err
+    try:
+        policy.check_env(env)
+    except PolicyError as err:
+        raise EvalError(f"{err}; env {config.env!r} has none") from err
+    finally:
+        env.close()
+
+
+async def _episode(config: EvalConfig, policy: Policy, index: int) -> EpisodeResult:
+    seed = config.seed + index
+    env = await asyncio.to_thread(make_env, config)
+    try:
+        return await policy.play(env, seed, config.max_turns or DEFAULT_MAX_TURNS)
+    except Exception as err:  # a policy's or env's bug ends this episode as failed, not the run
+        error = f"{type(err).__name__}: {err}"
+        return EpisodeResult(seed=seed, status="failed", reward=0.0, turns=[TurnResult(None)], error=error)
+    finally:
+        env.close()
+
+
+async def _run(config: EvalConfig, policy: Policy, progress_stream: TextIO | None) -> None:
+    """Start the policy (so an unreachable server fails before any file is written), then play."""
+    try:
+        await policy.start()
+    except PolicyError as err:
+        await policy.close()
+        raise EvalError(str(err)) from err
+    try:
+        kept = _prepare_out(config)
+        (config.out / RUN).write_text(json.dumps(config.run_info(), indent=2) + "\n")
+        done = {r["episode"] for r in kept if r.get("episode", -1) < config.n}
+        progress = None
+        if progress_stream is not None:
+            successes = sum(bool(r.get("success")) for r in kept if r.get("episode") in done)
+            progress = Progress(config.n, done=len(done), successes=successes, stream=progress_stream)
+        sem = asyncio.Semaphore(config.concurrency)
+
+        async def one(index: int, sink: TextIO) -> None:
+            async with sem:
+                result = await _episode(config, policy, index)
+                record = await asyncio.to_thread(
+                    to_record, result, index, config.out, {"policy": policy.name}
+                )
+            sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+            sink.flush()
+            if progress is not None:
+                progress.update(record["success"])
+
+        with (config.out / RESULTS).open("a", encoding="utf-8") as sink:
+            await asyncio.gather(*(one(i, sink) for i in range(config.n) if i not in done))
+        if progress is not None:
+            progress.finish()
+    finally:
+        await policy.close()
+
+
+def run_eval(
+    config: EvalConfig, policy: Policy | None = None, progress_stream: TextIO | None = None
+) -> dict[str, Any]:
+    """Run (or resume) the eval and write the summary and report; returns the summary.
+
+    ``policy`` overrides ``config.policy`` (Python use, e.g. an SGLang policy on a processor
+    object). Raises :class:`EvalError` for problems the user must fix.
+    """
+    from vlm_envs.report import write_report  # the report sits on top of eval
+
+    try:
+        policy = policy or build_policy(config.policy, config.options)
+    except PolicyError as err:
+        raise EvalError(str(err)) from err
+    _check(config, policy)
+    asyncio.run(_run(config, policy, progress_stream))
+    latest = {r["episode"]: r for r in read_results(config.out / RESULTS) if r["episode"] < config.n}
+    records = [latest[i] for i in sorted(latest)]
+    summary = summarize(records, config.run_info())
+    (config.out / SUMMARY).write_text(json.dumps(json_safe(summary), indent=2) + "\n")
+    write_report(config.out, records, summary)
+    return summary

@@ -1,0 +1,130 @@
+"""The ``sglang:URL`` policy: episodes through :func:`~vlm_envs.rollout.episode.run_episode`, as in training.
+
+Token ids go to SGLang's ``/generate`` and come back as ids (never re-tokenized), with the same
+codec, budgets and statuses the slime hook uses, so eval and training cannot drift.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+
+from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions
+from vlm_envs.eval.records import EpisodeResult, TurnResult
+from vlm_envs.protocol import Env, Observation, StepInfo
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+
+
+def load_processor(path: str) -> Any:
+    """A processor (``AutoProcessor``) from ``path``, or its tokenizer where no processor loads."""
+    from transformers import AutoProcessor, AutoTokenizer
+
+    try:
+        return AutoProcessor.from_pretrained(path)
+    except Exception as processor_error:  # a VLM processor can fail in many ways (e.g. no torchvision)
+        try:
+            return AutoTokenizer.from_pretrained(path)
+        except Exception as err:
+            raise PolicyError(
+                f"cannot load a processor or tokenizer from {path!r}: {type(processor_error).__name__}: "
+                f"{processor_error}; {type(err).__name__}: {err}"
+            ) from err
+
+
+class _RecordingEnv(Env):
+    """Passes every call to ``env`` and keeps the first observation and reset info."""
+
+    def __init__(self, env: Env) -> None:
+        self.env = env
+        self.first: Observation | None = None
+        self.info: dict[str, Any] = {}
+
+    def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+        self.first, self.info = self.env.reset(seed)
+        return self.first, self.info
+
+    async def areset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+        self.first, self.info = await self.env.areset(seed)
+        return self.first, self.info
+
+    def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
+        return self.env.step(response_text)
+
+    async def astep(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
+        return await self.env.astep(response_text)
+
+    def episode_reward(self) -> float:
+        return self.env.episode_reward()
+
+    def system_prompt(self) -> str | None:
+        return self.env.system_prompt()
+
+    def format_observation(self, obs: Observation) -> dict[str, Any]:
+        return self.env.format_observation(obs)
+
+
+class SGLangPolicy(Policy):
+    """A model behind SGLang's native ``/generate``, encoded with the processor at ``--tokenizer``."""
+
+    def __init__(self, url: str, options: PolicyOptions) -> None:
+        if options.tokenizer is None:
+            raise PolicyError("policy 'sglang:...' needs --tokenizer PATH (the served model's processor)")
+        self.name = f"sglang:{url}"
+        self.url = url.rstrip("/")
+        self.options = options
+        self.engine = SGLangEngine(self.url, timeout=options.timeout, max_retries=options.max_retries)
+        self.codec: ChatCodec | None = None
+        self.sampling = {"temperature": options.temperature, "max_new_tokens": options.max_tokens}
+
+    async def start(self) -> None:
+        tok = self.options.tokenizer
+        processor = await asyncio.to_thread(load_processor, tok) if isinstance(tok, str) else tok
+        self.codec = ChatCodec(processor)
+        try:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(self.url + "/health", timeout=aiohttp.ClientTimeout(total=10)) as resp,
+            ):
+                await resp.read()
+        except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+            raise PolicyError(f"cannot reach {self.url}: {type(err).__name__}: {err}") from err
+
+    async def close(self) -> None:
+        await self.engine.close()
+
+    async def play(self, env: Env, seed: int, max_turns: int) -> EpisodeResult:
+        if self.codec is None:
+            raise RuntimeError("call start() first")
+        recorder = _RecordingEnv(env)
+        config = EpisodeConfig(max_turns=max_turns, max_new_tokens=self.options.max_tokens)
+        traj = await run_episode(
+            recorder, self.engine, self.codec, seed=seed, config=config, sampling_params=self.sampling
+        )
+        turns = [TurnResult(recorder.first)]
+        for turn in traj.turns:
+            turns.append(
+                TurnResult(
+                    turn.observation,
+                    turn.model_text,
+                    turn.reward,
+                    turn.done,
+                    dict(turn.metrics),
+                    dict(turn.info),
+                    turn.generated_tokens,
+                    turn.finish_reason,
+                )
+            )
+        return EpisodeResult(
+            seed=seed,
+            status=traj.status.value,
+            reward=traj.reward,
+            turns=turns,
+            error=traj.error,
+            reset_info=dict(recorder.info),
+            tokens=len(traj.tokens),
+            generated_tokens=sum(t.generated_tokens for t in traj.turns),
+        )

@@ -1,0 +1,231 @@
+"""The eval report: one self-contained ``index.html`` (inline CSS, JS and SVG; no network).
+
+It shows the summary, reward and turn histograms, and an episode viewer with every turn's
+images (the PNG files under ``frames/`` next to the page), model text and env feedback. Model
+text is hostile: the page puts it in as text nodes, never as HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+REPORT_FILE = "index.html"
+
+
+def _bins(values: Sequence[float], integer: bool) -> list[tuple[str, int]]:
+    """``(label, count)`` bars: one per value when few distinct values, else 10 equal-width bins."""
+    if not values:
+        return []
+    distinct = sorted(set(values))
+    low, high = min(values), max(values)
+    if (integer and high - low <= 30) or len(distinct) <= 10:
+        counts = Counter(values)
+        if integer:
+            distinct = [float(v) for v in range(int(low), int(high) + 1)]
+        return [(f"{v:g}", counts.get(v, 0)) for v in distinct]
+    width = (high - low) / 10
+    counts = Counter(min(9, int((v - low) / width)) for v in values)
+    return [(f"{low + i * width:.3g}", counts.get(i, 0)) for i in range(10)]
+
+
+def histogram_svg(title: str, values: Sequence[float], integer: bool = False) -> str:
+    """A small bar chart as inline SVG."""
+    bars = _bins(values, integer)
+    width, height, top, bottom = 340, 180, 28, 34
+    parts = [
+        f'<svg class="hist" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'role="img" aria-label="{html.escape(title)}">',
+        f'<text x="{width / 2}" y="16" text-anchor="middle" class="t">{html.escape(title)}</text>',
+    ]
+    if not bars:
+        parts.append(f'<text x="{width / 2}" y="{height / 2}" text-anchor="middle">no data</text></svg>')
+        return "".join(parts)
+    peak = max(count for _, count in bars) or 1
+    slot = (width - 20) / len(bars)
+    plot = height - top - bottom
+    for i, (label, count) in enumerate(bars):
+        h = plot * count / peak
+        x = 10 + i * slot
+        y = top + plot - h
+        parts.append(
+            f'<rect x="{x + slot * 0.1:.1f}" y="{y:.1f}" width="{slot * 0.8:.1f}" height="{h:.1f}"/>'
+        )
+        parts.append(f'<text x="{x + slot / 2:.1f}" y="{y - 3:.1f}" text-anchor="middle">{count}</text>')
+        parts.append(
+            f'<text x="{x + slot / 2:.1f}" y="{height - bottom + 14}" text-anchor="middle">'
+            f"{html.escape(label)}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3f}" if math.isfinite(value) else str(value)
+    return str(value)
+
+
+def _summary_html(summary: Mapping[str, Any]) -> str:
+    run = summary.get("run") or {}
+    rate = summary.get("success_rate")
+    low, high = summary.get("success_ci95") or [0.0, 1.0]
+    rows = [
+        ("env", run.get("env")),
+        ("policy", run.get("policy")),
+        ("episodes", summary.get("episodes")),
+        ("success rate", "-" if rate is None else f"{rate:.1%} (95% CI {low:.1%} to {high:.1%})"),
+        ("mean reward", summary.get("mean_reward")),
+        ("mean turns", summary.get("mean_turns")),
+        ("mean tokens", summary.get("mean_tokens")),
+        ("statuses", ", ".join(f"{k}: {v}" for k, v in (summary.get("status_counts") or {}).items())),
+    ]
+    counts, n = summary.get("metric_counts") or {}, summary.get("episodes")
+    for name, value in (summary.get("metrics") or {}).items():
+        partial = f" ({counts[name]} of {n} episodes report it)" if counts.get(name, n) != n else ""
+        rows.append((f"metric: {name}", f"{_fmt(value)}{partial}"))
+    body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(_fmt(v))}</td></tr>" for k, v in rows)
+    return f'<table class="summary">{body}</table>'
+
+
+def _episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields the viewer needs (no reset info or raw env info beyond a short form)."""
+    keep = ("episode", "seed", "status", "error", "reward", "success", "num_turns", "tokens", "metrics")
+    view = {k: record.get(k) for k in keep}
+    view["turns"] = [
+        {
+            "turn": t.get("turn"),
+            "model_text": t.get("model_text"),
+            "reward": t.get("reward"),
+            "done": t.get("done"),
+            "metrics": t.get("metrics"),
+            "observation": t.get("observation"),
+        }
+        for t in record.get("turns", [])
+    ]
+    return view
+
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#222;background:#f6f6f4}
+header{padding:12px 20px;background:#2d3e50;color:#fff}
+h1{margin:0;font-size:20px}
+main{padding:16px 20px}
+.row{display:flex;gap:20px;flex-wrap:wrap;align-items:flex-start}
+table.summary{border-collapse:collapse;background:#fff}
+table.summary th,table.summary td{padding:3px 10px;border-bottom:1px solid #e4e4e4;text-align:left}
+.hist{background:#fff}
+.hist rect{fill:#4a7fb0}
+.hist text{font-size:11px;fill:#333}
+.hist .t{font-size:13px;font-weight:600}
+#viewer{display:flex;gap:16px;margin-top:20px}
+#list{width:260px;max-height:80vh;overflow:auto;background:#fff}
+#list button{display:block;width:100%;text-align:left;border:0;border-bottom:1px solid #eee;
+  padding:5px 8px;background:#fff;cursor:pointer;font:inherit}
+#list button.sel{background:#dbe8f5}
+.ok{color:#18794e}
+.bad{color:#b42318}
+#episode{flex:1;min-width:0}
+.turn{background:#fff;margin-bottom:12px;padding:10px 12px;border-left:4px solid #4a7fb0}
+.turn h3{margin:0 0 6px;font-size:14px}
+pre{white-space:pre-wrap;word-break:break-word;background:#f3f3f3;padding:6px;margin:4px 0;
+  max-height:24em;overflow:auto}
+.frames img{max-width:320px;image-rendering:pixelated;border:1px solid #ccc;margin:4px 4px 0 0}
+.label{font-size:12px;color:#666;text-transform:uppercase}
+.filters{margin:8px 0}
+"""
+
+_JS = """
+(function(){
+  const data = JSON.parse(document.getElementById('episodes-data').textContent);
+  const list = document.getElementById('list'), pane = document.getElementById('episode');
+  let shown = data, current = 0;
+  function el(tag, cls, text){const e=document.createElement(tag); if(cls) e.className=cls;
+    if(text!==undefined&&text!==null) e.textContent=String(text); return e;}
+  function block(label, text){const d=el('div'); d.appendChild(el('div','label',label));
+    d.appendChild(el('pre',null,text)); return d;}
+  function metrics(m){return Object.entries(m||{}).map(([k,v])=>k+'='+v).join('  ');}
+  function show(i){
+    current=i; pane.replaceChildren();
+    Array.from(list.children).forEach((b,j)=>b.classList.toggle('sel', j===i));
+    const ep=shown[i]; if(!ep) return;
+    const head=el('h2',null,'Episode '+ep.episode+' (seed '+ep.seed+'): '+ep.status+', reward '+ep.reward+
+      (ep.success?', success':''));
+    pane.appendChild(head);
+    if(ep.error) pane.appendChild(block('error', ep.error));
+    ep.turns.forEach(t=>{
+      const box=el('section','turn'); box.dataset.turn=t.turn;
+      box.appendChild(el('h3',null, t.turn===0 ? 'Turn 0: first observation' :
+        'Turn '+t.turn+': reward '+t.reward+(t.done?', done':'')));
+      if(t.model_text!==undefined&&t.model_text!==null) box.appendChild(block('model', t.model_text));
+      const obs=t.observation;
+      if(obs){
+        box.appendChild(block(t.turn===0?'env ('+obs.role+')':'env feedback ('+obs.role+')', obs.text));
+        if(obs.images&&obs.images.length){
+          const f=el('div','frames');
+          obs.images.forEach(src=>{
+            const im=el('img'); im.src=src; im.alt='turn '+t.turn+' frame'; f.appendChild(im);
+          });
+          box.appendChild(f);
+        }
+      }
+      if(t.metrics&&Object.keys(t.metrics).length) box.appendChild(block('metrics', metrics(t.metrics)));
+      pane.appendChild(box);
+    });
+  }
+  function fill(filter){
+    shown=data.filter(ep=>filter==='all'||(filter==='success')===!!ep.success);
+    list.replaceChildren();
+    shown.forEach((ep,i)=>{const b=el('button',ep.success?'ok':'bad',
+      '#'+ep.episode+'  seed '+ep.seed+'  '+ep.status+'  r='+ep.reward+'  turns='+ep.num_turns);
+      b.addEventListener('click',()=>show(i)); list.appendChild(b);});
+    show(0);
+  }
+  document.querySelectorAll('input[name=filter]').forEach(
+    r=>r.addEventListener('change',e=>fill(e.target.value)));
+  document.addEventListener('keydown',e=>{
+    if(e.key==='ArrowDown'||e.key==='j') show(Math.min(current+1,shown.length-1));
+    if(e.key==='ArrowUp'||e.key==='k') show(Math.max(current-1,0));
+  });
+  fill('all');
+})();
+"""
+
+
+def render_report(records: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> str:
+    """The report page for ``results.jsonl`` records and their summary."""
+    run = summary.get("run") or {}
+    title = f"vlm-envs eval: {run.get('env', '?')} with {run.get('policy', '?')}"
+    rewards = [float(r.get("reward") or 0.0) for r in records]
+    turns = [float(r.get("num_turns") or 0) for r in records]
+    data = json.dumps([_episode_view(r) for r in records], ensure_ascii=False, allow_nan=False)
+    data = data.replace("<", "\\u003c")  # nothing in the data can close the script element
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
+<link rel="icon" href="data:,"><title>{html.escape(title)}</title><style>{_CSS}</style></head>
+<body><header><h1>{html.escape(title)}</h1></header><main>
+<div class="row">{_summary_html(summary)}
+{histogram_svg("episode reward", rewards)}{histogram_svg("turns per episode", turns, integer=True)}</div>
+<div class="filters">Show: <label><input type="radio" name="filter" value="all" checked> all</label>
+<label><input type="radio" name="filter" value="success"> successes</label>
+<label><input type="radio" name="filter" value="failure"> failures</label> (arrow keys move)</div>
+<div id="viewer"><nav id="list"></nav><div id="episode"></div></div>
+</main><script type="application/json" id="episodes-data">{data}</script>
+<script>{_JS}</script></body></html>
+"""
+
+
+def write_report(
+    out_dir: str | Path, records: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]
+) -> Path:
+    """Write ``index.html`` into ``out_dir`` (frames are expected under ``out_dir/frames``)."""
+    path = Path(out_dir) / REPORT_FILE
+    path.write_text(render_report(records, summary), encoding="utf-8")
+    return path
