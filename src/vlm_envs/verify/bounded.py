@@ -19,7 +19,7 @@ from vlm_envs.verify.verdict import TIMEOUT, TOO_LONG, UNPARSEABLE, WORKER_ERROR
 
 #: Wall-clock limit of one grading call, in seconds.
 DEFAULT_TIMEOUT = 3.0
-#: Address-space cap of each worker; sympy and math-verify need about 0.5 GiB.
+#: Address-space cap of each worker (POSIX); a warmed-up worker maps about 0.25 GiB.
 DEFAULT_MAX_MEMORY_MB = 2048
 _GRADE = "vlm_envs.verify.compare:grade_local_dict"
 _WARM_UP = "vlm_envs.verify.compare:warm_up"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import select
 import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -116,11 +116,20 @@ class _Worker:
         self.kill()
 
 
+class _Slot:
+    """A caller waiting for a worker; served first come, first served."""
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()
+        self.worker: _Worker | None = None
+
+
 class WorkerPool:
     """``size`` worker processes, started on first use; :meth:`call` runs one function call in one of them.
 
     ``init`` names a ``module:function`` each worker runs before it takes calls (imports, warm-up).
-    ``max_memory_mb`` caps each worker's address space (POSIX); 0 leaves it uncapped.
+    ``max_memory_mb`` caps each worker's address space (POSIX); 0 leaves it uncapped. Callers
+    waiting for a free worker are served in arrival order.
     """
 
     def __init__(
@@ -133,11 +142,11 @@ class WorkerPool:
         self._init = init
         self._max_memory_mb = max_memory_mb
         self._startup_timeout = startup_timeout
-        self._idle: queue.Queue[_Worker] = queue.Queue()
-        self._all: set[_Worker] = set()
         self._lock = threading.Lock()
+        self._idle: deque[_Worker] = deque()
+        self._waiting: deque[_Slot] = deque()
+        self._all: set[_Worker] = set()
         self._started = False
-        self._closed = False
 
     def call(self, func: str, args: list[Any], timeout: float) -> Any:
         """Run ``func(*args)`` in a worker; raise :class:`WorkerTimeout` after ``timeout`` seconds.
@@ -145,8 +154,7 @@ class WorkerPool:
         ``func`` is ``"module:function"``; arguments and result travel as JSON. Waiting for a free
         worker, or for a replacement worker to start, is not counted in ``timeout``.
         """
-        self._start()
-        worker = self._idle.get()
+        worker = self._acquire()
         try:
             worker.wait_ready(self._startup_timeout)
             result = worker.call(func, args, timeout)
@@ -162,21 +170,40 @@ class WorkerPool:
         return result
 
     def close(self) -> None:
-        """Stop every worker. Later calls start fresh ones."""
+        """Stop every worker. Later calls (and callers waiting now) start fresh ones."""
         with self._lock:
             workers, self._all = list(self._all), set()
-            self._idle = queue.Queue()
+            waiting, self._waiting = list(self._waiting), deque()
+            self._idle.clear()
             self._started = False
+        for slot in waiting:
+            slot.ready.set()  # no worker: the caller starts the pool again
         for worker in workers:
             worker.stop()
 
-    def _start(self) -> None:
-        with self._lock:
-            if self._started:
-                return
-            for _ in range(self.size):
-                self._idle.put(self._spawn())
-            self._started = True
+    def _acquire(self) -> _Worker:
+        while True:
+            with self._lock:
+                if not self._started:
+                    for _ in range(self.size):
+                        self._offer(self._spawn())
+                    self._started = True
+                if self._idle:
+                    return self._idle.popleft()
+                slot = _Slot()
+                self._waiting.append(slot)
+            slot.ready.wait()
+            if slot.worker is not None:
+                return slot.worker
+
+    def _offer(self, worker: _Worker) -> None:
+        """Hand ``worker`` to the longest-waiting caller, or park it (lock held)."""
+        if self._waiting:
+            slot = self._waiting.popleft()
+            slot.worker = worker
+            slot.ready.set()
+        else:
+            self._idle.append(worker)
 
     def _spawn(self) -> _Worker:
         worker = _Worker(self._init, self._max_memory_mb)
@@ -195,6 +222,6 @@ class WorkerPool:
     def _release(self, worker: _Worker) -> None:
         with self._lock:
             if worker in self._all:
-                self._idle.put(worker)
+                self._offer(worker)
                 return
         worker.stop()  # belongs to a pool generation that close() already ended
