@@ -9,7 +9,8 @@ It works with a Qwen-VL-family processor (an ``image_processor`` with ``patch_si
 ``merge_size`` and min/max pixels, giving ``pixel_values`` and ``image_grid_thw``) or with a plain
 tokenizer for text-only conversations. Messages are chat messages whose content is a string or a
 list of parts ``{"type": "text", "text": ...}`` / ``{"type": "image", "image": PIL.Image}``, as
-``Env.format_observation`` gives them.
+``Env.format_observation`` gives them. Images go through
+:class:`~vlm_envs.rollout.images.VisionPreprocessor` (resized to the processor's grid, cached by content).
 """
 
 from __future__ import annotations
