@@ -136,6 +136,25 @@ ROUNDING = [
     ("12.5", "12.45", F, MISMATCH),
 ]
 
+REALISTIC = [
+    (r"So the side is \boxed{8\sqrt{3}}.", "13.86", T, ROUNDED_MATCH),
+    (r"\boxed{2 \sqrt{221}}", "29.73", T, ROUNDED_MATCH),
+    (r"\boxed{\dfrac{5\sqrt{3}}{3}}", "2.89", T, ROUNDED_MATCH),
+    (r"\boxed{16 \pi}", "50.27", T, ROUNDED_MATCH),
+    (r"\boxed{120^{\circ}}", "120", T, EQUAL),
+    (r"\boxed{\text{4.5 units}}", "4.5", T, EQUAL),
+    (r"5 \mathrm{~cm}", "5", T, EQUAL),
+    ("x = 5 cm", "5", T, EQUAL),
+    ("12in", "12", T, EQUAL),
+    ("5,", "5", T, EQUAL),
+    (r"\boxed{-\frac{1}{2}}", "-0.5", T, EQUAL),
+    ("-.5", "-0.5", T, EQUAL),
+    (r"\sqrt[3]{8}", "2", T, EQUAL),
+    (r"2 \times 3", "6", T, EQUAL),
+    ("29.7", "29.73", F, MISMATCH),
+    ("3,5", "3.5", F, HEDGE),
+]
+
 ANGLES = [
     (r"\frac{\pi}{3}", "60", F, MISMATCH),
     ("60°", r"\frac{\pi}{3}", F, UNIT_MISMATCH),
@@ -180,7 +199,7 @@ REJECTED = [
     ("60 rad°", "60", F, UNPARSEABLE),
 ]
 
-TABLE = FORMATTING + EQUIVALENCE + ROUNDING + ANGLES + REJECTED
+TABLE = FORMATTING + EQUIVALENCE + ROUNDING + REALISTIC + ANGLES + REJECTED
 
 
 def test_table_is_large_enough() -> None:

@@ -111,7 +111,7 @@ def normalize_answer(text: str) -> Answer:
     if len(region) > MAX_ANSWER_CHARS:
         return Answer("", problem=TOO_LONG)
     s = _clean_latex(_clean_unicode(region))
-    s = _PREFIX.sub("", s, count=1).strip().rstrip(".").strip()
+    s = _PREFIX.sub("", s, count=1).strip().rstrip(".,; ")
     letter = _CHOICE_ONLY.match(s)
     if letter and letter.group(1).isupper():
         return Answer(letter.group(1), letter=letter.group(1))
