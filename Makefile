@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 # torch first and pinned: this is the CPU build on these machines; an unpinned torch pulls CUDA wheels.
 TORCH := torch==2.13.0
 
-.PHONY: install lint test clean
+.PHONY: install lint test clean demo
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,16 @@ lint: install
 
 test: lint
 	$(BIN)/pytest
+
+# The README's first command: scripted policies on a few dozen episodes each, then where the reports are.
+# --resume makes a second `make demo` reuse the finished episodes instead of refusing the folders.
+DEMO_N ?= 32
+demo: install
+	$(BIN)/vlm-envs eval sokoban --policy solver -n $(DEMO_N) --out runs/demo-sokoban --resume
+	$(BIN)/vlm-envs eval geo3k --policy reference -n $(DEMO_N) --out runs/demo-geo3k --resume
+	@echo "HTML reports (open in a browser):"
+	@echo "  $(CURDIR)/runs/demo-sokoban/index.html"
+	@echo "  $(CURDIR)/runs/demo-geo3k/index.html"
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

@@ -142,7 +142,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f3f3f3;padding:6px;ma
 .filters{margin:8px 0}
 """
 
-_JS = """
+_JS = r"""
 (function(){
   const data = JSON.parse(document.getElementById('episodes-data').textContent);
   const list = document.getElementById('list'), pane = document.getElementById('episode');
@@ -151,6 +151,23 @@ _JS = """
     if(text!==undefined&&text!==null) e.textContent=String(text); return e;}
   function block(label, text){const d=el('div'); d.appendChild(el('div','label',label));
     d.appendChild(el('pre',null,text)); return d;}
+  function image(src, t){const im=el('img'); im.src=src; im.alt='turn '+t.turn+' frame'; return im;}
+  function observation(obs, t){
+    // images stand where their <image> placeholders are; without placeholders they come first
+    const d=el('div'), imgs=obs.images||[], pieces=obs.text.split('<image>');
+    d.appendChild(el('div','label', (t.turn===0?'env':'env feedback')+' ('+obs.role+')'));
+    const body=el('div','obs');
+    if(pieces.length-1!==imgs.length){
+      const f=el('div','frames'); imgs.forEach(src=>f.appendChild(image(src,t))); body.appendChild(f);
+      body.appendChild(el('pre',null,obs.text));
+    } else {
+      pieces.forEach((piece,i)=>{
+        if(piece.trim()) body.appendChild(el('pre',null,piece.replace(/^\n|\n$/g,'')));
+        if(i<imgs.length){const f=el('div','frames'); f.appendChild(image(imgs[i],t)); body.appendChild(f);}
+      });
+    }
+    d.appendChild(body); return d;
+  }
   function metrics(m){return Object.entries(m||{}).map(([k,v])=>k+'='+v).join('  ');}
   function show(i){
     current=i; pane.replaceChildren();
@@ -166,16 +183,7 @@ _JS = """
         'Turn '+t.turn+': reward '+t.reward+(t.done?', done':'')));
       if(t.model_text!==undefined&&t.model_text!==null) box.appendChild(block('model', t.model_text));
       const obs=t.observation;
-      if(obs){
-        box.appendChild(block(t.turn===0?'env ('+obs.role+')':'env feedback ('+obs.role+')', obs.text));
-        if(obs.images&&obs.images.length){
-          const f=el('div','frames');
-          obs.images.forEach(src=>{
-            const im=el('img'); im.src=src; im.alt='turn '+t.turn+' frame'; f.appendChild(im);
-          });
-          box.appendChild(f);
-        }
-      }
+      if(obs) box.appendChild(observation(obs, t));
       if(t.metrics&&Object.keys(t.metrics).length) box.appendChild(block('metrics', metrics(t.metrics)));
       pane.appendChild(box);
     });
