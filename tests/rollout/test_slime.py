@@ -40,7 +40,14 @@ def make_args(server, **overrides):
 
 def run(args, sample, params=None):
     params = params if params is not None else {"temperature": 1.0, "max_new_tokens": 1024}
-    return asyncio.run(hook.generate(args, sample, params))
+
+    async def one_loop():
+        try:
+            return await hook.generate(args, sample, params)
+        finally:
+            await hook.close()
+
+    return asyncio.run(one_loop())
 
 
 def test_sokoban_from_the_yaml_env_path_fills_every_sample_field(served):
@@ -163,6 +170,6 @@ def test_server_down_fails_with_an_explicit_reward():
         max_turns=2,
     )
     sample = Sample(index=7, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}})
-    asyncio.run(hook.generate(args, sample, {"max_new_tokens": 16}))
+    run(args, sample, {"max_new_tokens": 16})
     assert sample.status is Sample.Status.FAILED and sample.reward == 0.0
     assert "engine" in sample.metadata["vlm_envs"]["error"]

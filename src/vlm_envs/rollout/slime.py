@@ -23,7 +23,7 @@ from typing import Any
 
 from vlm_envs.registry import build_env
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import Engine, SGLangEngine
+from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, Status, Trajectory, run_episode
 
 METADATA_KEY = "vlm_envs"
@@ -74,7 +74,7 @@ class _Runtime:
 
     def __init__(self) -> None:
         self.codecs: dict[int, ChatCodec] = {}
-        self.engines: dict[str, Engine] = {}
+        self.engines: dict[str, SGLangEngine] = {}
 
     def generate_state(self, args: Any) -> Any:
         try:
@@ -94,7 +94,7 @@ class _Runtime:
             self.codecs[id(processor)] = ChatCodec(processor)
         return self.codecs[id(processor)]
 
-    def engine(self, url: str) -> Engine:
+    def engine(self, url: str) -> SGLangEngine:
         if url not in self.engines:
             self.engines[url] = SGLangEngine(url)
         return self.engines[url]
@@ -131,6 +131,12 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
     _fill_sample(args, sample, traj, codec, set_reward=config.set_reward)
     record.update(_summary(traj))
     return sample
+
+
+async def close() -> None:
+    """Close the pooled HTTP sessions of this process (call before its event loop ends)."""
+    for engine in _runtime.engines.values():
+        await engine.close()
 
 
 async def reward(args: Any, sample: Any, **kwargs: Any) -> float:
