@@ -109,6 +109,8 @@ def _forget_in_child() -> None:
     """After fork the parent's workers and threads are not ours: start afresh, touch nothing."""
     global _lock, _pool, _executor
     _lock = threading.Lock()
+    if _pool is not None:
+        _pool.abandon()
     _pool = None
     _executor = None
 

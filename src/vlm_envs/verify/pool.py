@@ -8,6 +8,7 @@ gets its worker killed and replaced. Any number of threads may call :meth:`Worke
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -180,6 +181,17 @@ class WorkerPool:
             slot.ready.set()  # no worker: the caller starts the pool again
         for worker in workers:
             worker.stop()
+
+    def abandon(self) -> None:
+        """In a forked child: close the inherited pipes to the parent's workers without touching them.
+
+        Takes no lock (the fork may have copied it held); the pool is unusable afterwards.
+        """
+        workers, self._all = list(self._all), set()
+        for worker in workers:
+            for pipe in (worker.proc.stdin, worker.proc.stdout):
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
     def _acquire(self) -> _Worker:
         while True:
