@@ -39,8 +39,8 @@ def configure(
 ) -> None:
     """Set the pool size (>= 1), the default time limit and the per-worker memory cap.
 
-    Also read from ``VLM_ENVS_VERIFY_WORKERS`` / ``VLM_ENVS_VERIFY_TIMEOUT`` at import. A running
-    pool is stopped so the next call starts one with the new settings.
+    Also read from ``VLM_ENVS_VERIFY_WORKERS`` / ``VLM_ENVS_VERIFY_TIMEOUT`` at import. A new size or
+    memory cap stops a running pool, so the next call starts one with the new settings.
     """
     if workers is not None and workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
@@ -48,8 +48,10 @@ def configure(
         raise ValueError(f"timeout must be positive, got {timeout}")
     updates = {"workers": workers, "timeout": timeout, "max_memory_mb": max_memory_mb}
     with _lock:
-        _settings.update({k: v for k, v in updates.items() if v is not None})
-    shutdown()
+        changed = {k: v for k, v in updates.items() if v is not None and _settings[k] != v}
+        _settings.update(changed)
+    if changed.keys() & {"workers", "max_memory_mb"}:
+        shutdown()
 
 
 def shutdown() -> None:

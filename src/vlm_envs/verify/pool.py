@@ -1,9 +1,10 @@
 """A small pool of worker processes that run one call each under a hard wall-clock limit.
 
-Workers are plain ``python -m vlm_envs.verify._worker`` subprocesses talking JSON lines over pipes,
-so the pool works the same whatever start method (fork, spawn, forkserver) the host uses, never
-re-imports the host's ``__main__``, and never unpickles anything. A call that overruns its limit
-gets its worker killed and replaced. Any number of threads may call :meth:`WorkerPool.call` at once.
+Workers are plain ``python`` subprocesses running :mod:`vlm_envs.verify._worker` and talking JSON
+lines over pipes, so the pool works the same whatever start method (fork, spawn, forkserver) the
+host uses, never re-imports the host's ``__main__``, and never unpickles anything. A call that
+overruns its limit gets its worker killed and replaced. Any number of threads may call
+:meth:`WorkerPool.call` at once.
 """
 
 from __future__ import annotations
