@@ -248,3 +248,18 @@ def test_plain_tokenizer_codec_for_text_only_envs():
 def test_tokenize_matches_the_tokenizer(codec):
     text = "Sokoban <|im_start|>ünïcode \t\n\n  x = 3\\sqrt{2} <think>hm</think>"
     assert codec.tokenize(text) == codec.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def test_observation_deltas_are_cached_by_content_and_handed_out_as_copies(codec):
+    first = Observation(text="state A", images=[noise_image(7, 56, 56)])
+    same = Observation(text="state A", images=[noise_image(7, 56, 56)])  # equal content, new objects
+    other = Observation(text="state B", images=[noise_image(7, 56, 56)])
+    a = codec.encode_observation(user(first), ended_with_eos=True)
+    entries = len(codec._deltas)
+    a.ids.append(-1)  # a caller mutating its copy must not change the cache
+    b = codec.encode_observation(user(same), ended_with_eos=True)
+    assert len(codec._deltas) == entries and b.ids == a.ids[:-1]
+    c = codec.encode_observation(user(other), ended_with_eos=True)
+    d = codec.encode_observation(user(first), ended_with_eos=False)
+    assert len(codec._deltas) == entries + 2
+    assert c.ids != b.ids and d.ids == [codec.end_of_turn_id, *b.ids]

@@ -16,6 +16,8 @@ list of parts ``{"type": "text", "text": ...}`` / ``{"type": "image", "image": P
 from __future__ import annotations
 
 import dataclasses
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -35,6 +37,8 @@ VISION_PAD_TOKEN = "<|vision_pad|>"
 _REF_SYSTEM = "S"
 _REF_USER = "U"
 _REF_ASSISTANT = "\u2063VLMENVS-ASSISTANT-TURN\u2063"
+#: Observation deltas kept by content (Sokoban and other envs revisit the same observations).
+DELTA_CACHE_ENTRIES = 4096
 # Stands for the k-th assistant content in render_conversation (cannot occur in a template's own text).
 _SPLICE = "\u2063VLMENVS-SPLICE-{}\u2063"
 
@@ -94,6 +98,8 @@ class ChatCodec:
         if not self.chat_template:
             raise CodecError("the processor/tokenizer has no chat template: pass chat_template=")
         self._backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        self._deltas: OrderedDict[tuple, Encoded] = OrderedDict()
+        self._deltas_lock = threading.Lock()
 
         vocab = self.tokenizer.get_vocab()
         image_token = getattr(self.processor, "image_token", IMAGE_TOKEN)
@@ -192,6 +198,23 @@ class ChatCodec:
         prompt. ``ended_with_eos`` says whether the generated ids already end with the end-of-turn
         token; if not (stop string, length) the delta starts with it.
         """
+        processed = [self.process_image(im) for im in self._collect_images([message], images)]
+        key = (_message_key(message, processed), ended_with_eos)
+        with self._deltas_lock:
+            cached = self._deltas.get(key)
+            if cached is not None:
+                self._deltas.move_to_end(key)
+        if cached is None:
+            cached = self._encode_delta(message, processed, ended_with_eos)
+            with self._deltas_lock:
+                self._deltas[key] = cached
+                while len(self._deltas) > DELTA_CACHE_ENTRIES:
+                    self._deltas.popitem(last=False)
+        return dataclasses.replace(cached, ids=list(cached.ids), engine_ids=list(cached.engine_ids))
+
+    def _encode_delta(
+        self, message: Mapping[str, Any], processed: list[ProcessedImage], ended_with_eos: bool
+    ) -> Encoded:
         ref = [
             {"role": "system", "content": _REF_SYSTEM},
             {"role": "user", "content": _REF_USER},
@@ -200,7 +223,8 @@ class ChatCodec:
         ]
         text = self.render(ref, add_generation_prompt=True)
         delta = text[text.index(_REF_ASSISTANT) + len(_REF_ASSISTANT) :]
-        encoded = self._encode_text(delta, self._collect_images([message], images))
+        ids = self.tokenize(delta)
+        encoded = Encoded(ids=self._expand(ids, processed), engine_ids=ids, images=processed, text=delta)
         if encoded.ids[:1] != [self.end_of_turn_id]:
             raise CodecError("the template does not close the assistant turn with its end-of-turn token")
         if not ended_with_eos:
@@ -255,7 +279,7 @@ class ChatCodec:
             for m in messages
             if not isinstance(m.get("content"), str | None)
             for p in m["content"]
-            if p.get("type") == "image" or (p.get("type") is None and "image" in p)
+            if _is_image_part(p)
         ]
         if images is not None:
             if len(images) != len(parts):
@@ -309,3 +333,20 @@ class ChatCodec:
                 f"the template closes an assistant turn with {tail[:20]!r}, not with a single added token"
             )
         return ids[0]
+
+
+def _message_key(message: Mapping[str, Any], images: list[ProcessedImage]) -> tuple:
+    """A hashable key of a message's role and content, images by their content key."""
+    content = message.get("content")
+    if content is None or isinstance(content, str):
+        return (message["role"], content or "")
+    keys = iter(p.key for p in images)
+    parts = tuple(
+        ("image", next(keys, None)) if _is_image_part(p) else ("text", str(p.get("text", "")))
+        for p in content
+    )
+    return (message["role"], parts)
+
+
+def _is_image_part(part: Mapping[str, Any]) -> bool:
+    return part.get("type") == "image" or (part.get("type") is None and "image" in part)
