@@ -1,0 +1,178 @@
+"""The openai policy's wire format and retries, against a recording OpenAI-compatible server over real HTTP.
+
+The server here scripts its answers (structured tool calls, error statuses) so the test can check
+what the client sends: images as PNG data URIs, tool observations as ``tool`` messages answering
+the call, the assistant turn with its ``tool_calls``, and retries with backoff on 503 and 429.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import socket
+import threading
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from PIL import Image
+
+from vlm_envs.eval import EvalConfig, PolicyOptions, run_eval
+from vlm_envs.eval.openai_chat import ChatError, parse_reply, reply_text, to_openai_messages
+
+
+class RecordingChatServer:
+    """``POST /v1/chat/completions`` answering from a queue of ``(status, body)``; records requests."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.answers: deque[tuple[int, dict[str, Any]]] = deque()
+        self.loop = asyncio.new_event_loop()
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        ready = threading.Event()
+
+        async def serve() -> None:
+            app = web.Application(client_max_size=64 << 20)
+            app.router.add_post("/v1/chat/completions", self._complete)
+            app.router.add_get("/v1/models", lambda r: web.json_response({"data": []}))
+            self.runner = web.AppRunner(app)
+            await self.runner.setup()
+            await web.SockSite(self.runner, sock).start()
+            ready.set()
+
+        def run() -> None:
+            self.loop.run_until_complete(serve())
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        assert ready.wait(10)
+
+    async def _complete(self, request: web.Request) -> web.Response:
+        self.requests.append(await request.json())
+        status, body = self.answers.popleft()
+        return web.json_response(body, status=status)
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def _completion(content: str, tool_calls: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 7, "total_tokens": 107},
+    }
+
+
+@pytest.fixture
+def server() -> Iterator[RecordingChatServer]:
+    s = RecordingChatServer()
+    yield s
+    s.stop()
+
+
+def test_geo3k_episode_over_http_with_tool_call_retries_and_images(
+    server: RecordingChatServer, tmp_path: Path
+) -> None:
+    call = {
+        "id": "call_abc",
+        "type": "function",
+        "function": {"name": "calc_score", "arguments": json.dumps({"answer": "7"})},
+    }
+    server.answers.extend(
+        [
+            (503, {"error": "warming up"}),
+            (429, {"error": "slow down"}),
+            (200, _completion("Let me check.", [call])),
+            (200, _completion("So the answer is \\boxed{7}.")),
+        ]
+    )
+    options = PolicyOptions(model="m", tools=True, max_tokens=64)
+    out = tmp_path / "run"
+    config = EvalConfig(env="geo3k", policy=f"openai:{server.url}", n=1, out=out, options=options)
+    summary = run_eval(config)
+    assert summary["status_counts"] == {"completed": 1}, summary
+    first, retry1, retry2, second = server.requests
+    assert first == retry1 == retry2  # the same request, retried after 503 and 429
+    assert first["model"] == "m" and first["max_tokens"] == 64 and first["temperature"] == 0.0
+    assert first["tools"][0]["function"]["name"] == "calc_score"
+    (user,) = first["messages"]
+    image_parts = [p for p in user["content"] if p["type"] == "image_url"]
+    assert len(image_parts) == 1
+    header, data = image_parts[0]["image_url"]["url"].split(",", 1)
+    assert header == "data:image/png;base64"
+    diagram = Image.open(io.BytesIO(base64.b64decode(data)))
+    record = json.loads((out / "results.jsonl").read_text())
+    with Image.open(out / record["turns"][0]["observation"]["images"][0]) as saved:
+        assert (
+            diagram.size == saved.size and diagram.convert("RGB").tobytes() == saved.convert("RGB").tobytes()
+        )
+
+    assistant, tool = second["messages"][1:]
+    assert assistant == {"role": "assistant", "content": "Let me check.", "tool_calls": [call]}
+    assert tool["role"] == "tool" and tool["tool_call_id"] == "call_abc"
+    assert tool["content"].startswith("calc_score result:")
+    # the env saw the structured call as Hermes text and judged the boxed answer
+    assert record["turns"][1]["metrics"]["tool_calls"] == 1
+    assert record["turns"][1]["metrics"]["tool_call_errors"] == 0
+    assert record["turns"][2]["model_text"] == "So the answer is \\boxed{7}."
+    assert record["tokens"] == 107 and record["generated_tokens"] == 14
+
+
+def test_permanent_errors_are_not_retried(server: RecordingChatServer, tmp_path: Path) -> None:
+    server.answers.extend([(400, {"error": "bad model"})] * 2)
+    config = EvalConfig(
+        env="sokoban",
+        policy=f"openai:{server.url}",
+        n=2,
+        out=tmp_path / "r",
+        options=PolicyOptions(model="m"),
+    )
+    summary = run_eval(config)
+    assert summary["status_counts"] == {"failed": 2}
+    assert len(server.requests) == 2
+
+
+def test_message_conversion_without_structured_calls() -> None:
+    image = Image.new("RGB", (4, 3), "red")
+    messages = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image", "image": image}]},
+        {"role": "assistant", "content": '<tool_call>{"name": "calc_score"}</tool_call>'},
+        {"role": "tool", "content": [{"type": "text", "text": "result"}, {"type": "image", "image": image}]},
+    ]
+    out = to_openai_messages(messages)
+    assert out[0] == {"role": "system", "content": "be brief"}
+    assert out[1]["content"][0] == {"type": "text", "text": "look"}
+    assert out[1]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert out[2] == {"role": "assistant", "content": '<tool_call>{"name": "calc_score"}</tool_call>'}
+    assert out[3] == {"role": "tool", "tool_call_id": "call_3", "content": "result"}
+    assert out[4]["role"] == "user" and out[4]["content"][0]["type"] == "image_url"  # tool images follow
+
+
+def test_reply_text_keeps_broken_arguments_and_rejects_malformed_replies() -> None:
+    message = {
+        "content": None,
+        "tool_calls": [{"id": "1", "function": {"name": "calc_score", "arguments": '{"answer": '}}],
+    }
+    assert (
+        reply_text(message)
+        == '<tool_call>\n{"name": "calc_score", "arguments": "{\\"answer\\": "}\n</tool_call>'
+    )
+    for body in ({}, {"choices": []}, {"choices": [{"nomessage": 1}]}, []):
+        with pytest.raises(ChatError):
+            parse_reply(body)
