@@ -12,9 +12,12 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import functools
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import torch
 
@@ -142,6 +145,23 @@ class EpisodeConfig:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
 
 
+T = TypeVar("T")
+#: Threads of the shared rollout executor. Few on purpose: the work holds the GIL most of the time,
+#: and every extra runnable thread delays the event loop's turn at it.
+ROLLOUT_THREADS = 2
+_shared: ThreadPoolExecutor | None = None
+_shared_lock = threading.Lock()
+
+
+def rollout_executor() -> ThreadPoolExecutor:
+    """The process-wide executor for env steps, processor calls and payload encoding."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = ThreadPoolExecutor(max_workers=ROLLOUT_THREADS, thread_name_prefix="vlm-envs-rollout")
+        return _shared
+
+
 class _Stop(Exception):
     """Ends the loop with a status (internal control flow)."""
 
@@ -153,9 +173,16 @@ class _Episode:
     """The mutable state of one running episode."""
 
     def __init__(
-        self, env: Env, engine: Engine, codec: ChatCodec, config: EpisodeConfig, sampling: Mapping
+        self,
+        env: Env,
+        engine: Engine,
+        codec: ChatCodec,
+        config: EpisodeConfig,
+        sampling: Mapping,
+        executor: Executor,
     ) -> None:
         self.env, self.engine, self.codec, self.config = env, engine, codec, config
+        self.executor = executor
         self.sampling = dict(sampling)
         self.sampling.setdefault("max_new_tokens", config.max_new_tokens)
         stop_ids = list(self.sampling.get("stop_token_ids") or [])
@@ -164,6 +191,19 @@ class _Episode:
         self.image_uris: list[str] = []
         self.length = 0  # prompt + response tokens so far
         self.traj: Trajectory | None = None
+
+    async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.executor, functools.partial(fn, *args))
+
+    async def _env_reset(self, seed: int | None) -> tuple[Observation, dict[str, Any]]:
+        if type(self.env).areset is not Env.areset:  # the env has its own async reset
+            return await self.env.areset(seed=seed)
+        return await self._off_loop(self.env.reset, seed)
+
+    async def _env_step(self, text: str) -> tuple[Observation, bool, Any]:
+        if type(self.env).astep is not Env.astep:  # the env has its own async step (e.g. async grading)
+            return await self.env.astep(text)
+        return await self._off_loop(self.env.step, text)
 
     def _budget(self) -> int:
         """How many more tokens the episode may hold."""
@@ -185,13 +225,13 @@ class _Episode:
 
     async def start(self, seed: int | None) -> Trajectory:
         t0 = time.perf_counter()
-        obs, info = await self.env.areset(seed=seed)
+        obs, info = await self._env_reset(seed)
         system = self.env.system_prompt()
         messages = ([{"role": "system", "content": system}] if system else []) + [
             self.env.format_observation(obs)
         ]
         t1 = time.perf_counter()
-        prompt, uris = await asyncio.to_thread(self._encode, lambda: self.codec.encode_prompt(messages))
+        prompt, uris = await self._off_loop(self._encode, lambda: self.codec.encode_prompt(messages))
         self.traj = Trajectory(prompt=prompt, messages=messages, reset_info=dict(info))
         self.traj.timings = {"reset_s": t1 - t0, "encode_prompt_s": time.perf_counter() - t1}
         self.engine_ids = list(prompt.engine_ids if self.config.engine_placeholders else prompt.ids)
@@ -225,7 +265,7 @@ class _Episode:
         if bad is not None:
             raise _Stop(Status.TRUNCATED, "the model generated an image special token; episode ended")
 
-        obs, done, step = await self.env.astep(text)
+        obs, done, step = await self._env_step(text)
         t2 = time.perf_counter()
         record.timings["env_s"] = t2 - t1
         record.reward, record.done, record.metrics, record.info = step.reward, done, step.metrics, step.info
@@ -235,7 +275,7 @@ class _Episode:
         if index + 1 >= self.config.max_turns:
             raise _Stop(Status.TRUNCATED)
         message = self.env.format_observation(obs)
-        delta, uris = await asyncio.to_thread(
+        delta, uris = await self._off_loop(
             self._encode, lambda: codec.encode_observation(message, obs.images, ended_with_eos=ended_with_eos)
         )
         record.timings["encode_s"] = time.perf_counter() - t2
@@ -264,15 +304,18 @@ async def run_episode(
     config: EpisodeConfig | None = None,
     sampling_params: Mapping[str, Any] | None = None,
     should_abort: Callable[[], bool] | None = None,
+    executor: Executor | None = None,
 ) -> Trajectory:
     """Play one episode of ``env`` with ``engine``; never raises for env, engine or codec errors.
 
     ``sampling_params`` are SGLang's (copied, never changed); ``max_new_tokens`` is lowered to fit
     the budget and the codec's end-of-turn ids are added to ``stop_token_ids``. ``should_abort``
-    is polled before each generation (slime's abort flag).
+    is polled before each generation (slime's abort flag). CPU work runs on ``executor`` (default:
+    :func:`rollout_executor`); an env that overrides ``areset``/``astep`` runs its own way.
     """
     config = config or EpisodeConfig()
-    episode = _Episode(env, engine, codec, config, sampling_params or {})
+    executor = executor or rollout_executor()
+    episode = _Episode(env, engine, codec, config, sampling_params or {}, executor)
     try:
         traj = await episode.start(seed)
     except Exception as err:  # an env's reset, the engine or the codec may fail; the trainer must not
@@ -301,7 +344,7 @@ async def run_episode(
     traj.status, traj.error = status, error
     traj.reward = config.failure_reward if status in (Status.FAILED, Status.ABORTED) else _safe_reward(env)
     if config.check_template:
-        traj.template_check = await asyncio.to_thread(check_against_template, traj, codec)
+        traj.template_check = await episode._off_loop(check_against_template, traj, codec)
         if not traj.template_check.ok and traj.status is not Status.FAILED:
             traj.status, traj.error = Status.FAILED, f"template check: {traj.template_check.detail}"
     return traj
