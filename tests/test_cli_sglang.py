@@ -1,0 +1,98 @@
+"""``--policy sglang:URL``: episodes through the rollout's ``run_episode`` against the SGLang test server.
+
+Two ways in, because a Qwen-VL processor folder cannot be loaded here (``AutoProcessor`` needs
+torchvision, see FACTS.md): the command line with ``--tokenizer`` naming a text-only tokenizer saved
+to disk (Sokoban in text mode), and the Python entry ``run_eval(..., policy=SGLangPolicy(...))`` with
+the tiny processor object for a vision env. Both use the in-process test server of vlm_envs.testing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from vlm_envs import build_env
+from vlm_envs.cli import main
+from vlm_envs.eval import EvalConfig, PolicyOptions, run_eval
+from vlm_envs.eval.sglang_policy import SGLangPolicy
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.testing import SGLangTestServer, build_test_engine, build_tiny_tokenizer
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[SGLangTestServer]:
+    with SGLangTestServer(build_test_engine("qwen2_vl", seed=0)) as s:
+        yield s
+
+
+def test_cli_sglang_policy_matches_run_episode_token_for_token(
+    server: SGLangTestServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tokenizer_dir = tmp_path / "tokenizer"
+    build_tiny_tokenizer().save_pretrained(tokenizer_dir)
+    out = tmp_path / "run"
+    server.requests.clear()
+    argv = ["eval", "sokoban", "--policy", f"sglang:{server.url}", "--tokenizer", str(tokenizer_dir)]
+    argv += [
+        "-n",
+        "1",
+        "--seed",
+        "3",
+        "--max-turns",
+        "2",
+        "--max-tokens",
+        "12",
+        "--config",
+        "render_mode=text",
+    ]
+    assert main([*argv, "--out", str(out), "--quiet"]) == 0, capsys.readouterr().err
+    (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert record["status"] in ("completed", "truncated"), record["error"]
+    replies = record["turns"][1:]
+    assert len(replies) == len(server.requests) >= 1
+    last_request = server.requests[-1]
+    assert "image_data" not in last_request or last_request["image_data"] == 0
+    assert record["tokens"] == len(last_request["input_ids"]) + replies[-1]["generated_tokens"]
+    assert all(1 <= t["generated_tokens"] <= 12 for t in replies)
+
+    # the training loop on the same env, seed and server produces the same turns
+    env = build_env("sokoban", render_mode="text", max_turns=2)
+    codec = ChatCodec(build_tiny_tokenizer())
+    config = EpisodeConfig(max_turns=2, max_new_tokens=12)
+
+    async def train_side():  # type: ignore[no-untyped-def]
+        async with SGLangEngine(server.url) as engine:
+            return await run_episode(
+                env, engine, codec, seed=3, config=config, sampling_params={"temperature": 0.0}
+            )
+
+    traj = asyncio.run(train_side())
+    assert [t.model_text for t in traj.turns] == [t["model_text"] for t in replies]
+    assert len(traj.tokens) == record["tokens"]
+    assert traj.status.value == record["status"]
+
+
+def test_python_entry_sglang_policy_with_the_tiny_processor_sends_images(
+    server: SGLangTestServer, tmp_path: Path
+) -> None:
+    processor = server.engine.processor
+    options = PolicyOptions(tokenizer=processor, max_tokens=8)
+    out = tmp_path / "vision"
+    server.requests.clear()
+    config = EvalConfig(
+        env="sokoban", policy=f"sglang:{server.url}", n=2, out=out, max_turns=2, options=options
+    )
+    summary = run_eval(config, policy=SGLangPolicy(server.url, options))
+    assert summary["episodes"] == 2
+    assert summary["mean_tokens"] > summary["mean_generated_tokens"] > 0
+    assert server.requests and all(r["image_data"] >= 1 for r in server.requests)
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    for r in records:
+        assert r["status"] in ("completed", "truncated"), r["error"]
+        assert (out / r["turns"][0]["observation"]["images"][0]).is_file()
