@@ -1,0 +1,77 @@
+"""The HTML report as text: self-contained, hostile model text stays data, histograms count right."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from vlm_envs.eval.summary import summarize
+from vlm_envs.report import histogram_svg, render_report, write_report
+
+
+def _record(episode: int, reward: float, turns: int, text: str = "<answer>Up</answer>") -> dict:
+    return {
+        "episode": episode,
+        "seed": episode,
+        "status": "completed",
+        "error": None,
+        "reward": reward,
+        "success": reward > 0,
+        "num_turns": turns,
+        "tokens": None,
+        "metrics": {"success": reward > 0},
+        "turns": [
+            {"turn": 0, "observation": {"text": "board <image>", "role": "user", "images": ["frames/a.png"]}},
+            *[
+                {
+                    "turn": k,
+                    "model_text": text,
+                    "reward": 0.0,
+                    "done": False,
+                    "metrics": {},
+                    "observation": None,
+                }
+                for k in range(1, turns + 1)
+            ],
+        ],
+    }
+
+
+def test_page_needs_no_network_and_embeds_every_episode() -> None:
+    records = [_record(i, float(i % 2), 1 + i % 3) for i in range(5)]
+    page = render_report(records, summarize(records, {"env": "sokoban", "policy": "solver"}))
+    assert "vlm-envs eval: sokoban with solver" in page
+    assert not re.search(r"(src|href)=[\"']?(https?:)?//", page)  # nothing fetched from elsewhere
+    data = re.search(r'<script type="application/json" id="episodes-data">(.*?)</script>', page, re.S)
+    assert data is not None
+    episodes = json.loads(data.group(1))
+    assert [e["episode"] for e in episodes] == list(range(5))
+    assert episodes[0]["turns"][0]["observation"]["images"] == ["frames/a.png"]
+
+
+def test_hostile_model_text_cannot_close_the_script_or_inject_markup() -> None:
+    hostile = "</script><script>alert(1)</script><!-- \u2028 <img src=x onerror=alert(2)>"
+    records = [_record(0, 1.0, 1, text=hostile)]
+    page = render_report(records, summarize(records, {"env": "<b>env</b>", "policy": "p"}))
+    assert page.count("</script>") == 2  # the data block's and the viewer's, nothing from the data
+    assert "<b>env</b>" not in page and "&lt;b&gt;env&lt;/b&gt;" in page
+    data = re.search(r'id="episodes-data">(.*?)</script>', page, re.S)
+    assert json.loads(data.group(1))[0]["turns"][1]["model_text"] == hostile
+
+
+def test_histograms_count_values() -> None:
+    svg = histogram_svg("turns", [1, 1, 3, 3, 3], integer=True)
+    bars = re.findall(r"<text[^>]*>(\d+)</text>", svg)
+    # counts above the bars, then the bin labels 1, 2, 3 under them
+    assert bars[0::2] == ["2", "0", "3"] and bars[1::2] == ["1", "2", "3"]
+    assert svg.count("<rect") == 3
+    wide = histogram_svg("reward", [i / 100 for i in range(100)])
+    assert wide.count("<rect") == 10
+    assert "no data" in histogram_svg("empty", [])
+
+
+def test_write_report_puts_index_html_in_the_folder(tmp_path: Path) -> None:
+    records = [_record(0, 1.0, 2)]
+    path = write_report(tmp_path, records, summarize(records))
+    assert path == tmp_path / "index.html" and path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
