@@ -96,7 +96,7 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
 
 
 def _episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields the viewer needs (no reset info or raw env info beyond a short form)."""
+    """The fields the viewer needs (reset info and per-turn env info stay in results.jsonl)."""
     keep = ("episode", "seed", "status", "error", "reward", "success", "num_turns", "tokens", "metrics")
     view = {k: record.get(k) for k in keep}
     view["turns"] = [

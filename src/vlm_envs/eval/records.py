@@ -14,8 +14,6 @@ from typing import Any
 
 from vlm_envs.protocol import Observation
 
-#: How an episode ended (the values of the rollout's ``Status``).
-STATUSES = ("completed", "truncated", "aborted", "failed")
 FRAMES_DIR = "frames"
 
 
@@ -38,7 +36,7 @@ class EpisodeResult:
     """A finished episode as a policy played it."""
 
     seed: int
-    status: str
+    status: str  # completed, truncated, aborted or failed (the rollout's ``Status`` values)
     reward: float
     turns: list[TurnResult]
     error: str | None = None
