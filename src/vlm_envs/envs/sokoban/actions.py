@@ -15,6 +15,7 @@ _CLOSE = re.compile(r"<\s*/\s*answer\s*>", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[,;\s]+")
 _WORDS = {name.lower(): i for i, name in enumerate(MOVE_NAMES)}
 _WORDS.update({name[0].lower(): i for i, name in enumerate(MOVE_NAMES)})
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _STRIP = "\"'`.()[]{}"
 
 
@@ -28,6 +29,12 @@ class ParsedAnswer(NamedTuple):
 def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     last = deque(pattern.finditer(text), maxlen=1)  # linear in len(text), constant memory
     return last[0] if last else None
+
+
+def _shown(token: str) -> str:
+    """A token safe to echo: letters/digits only (no placeholders or template tokens), at most 20."""
+    safe = _UNSAFE.sub("?", token)
+    return safe if len(safe) <= 20 else safe[:20] + "..."
 
 
 def parse_answer(text: str, max_actions: int) -> ParsedAnswer:
@@ -49,8 +56,7 @@ def parse_answer(text: str, max_actions: int) -> ParsedAnswer:
     for token in tokens:
         move = _WORDS.get(token.lower())
         if move is None:
-            shown = token if len(token) <= 20 else token[:20] + "..."
-            return ParsedAnswer((), f"{shown!r} is not a move (use Up, Down, Left or Right)")
+            return ParsedAnswer((), f"{_shown(token)!r} is not a move (use Up, Down, Left or Right)")
         moves.append(move)
     if len(moves) > max_actions:
         return ParsedAnswer((), f"{len(moves)} moves given, at most {max_actions} per turn")

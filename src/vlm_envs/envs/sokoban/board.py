@@ -44,11 +44,18 @@ class Layout:
     targets: frozenset[int]
     #: ``step[d][cell]``: the neighbour of ``cell`` in direction ``d``, or -1 for a wall / the grid edge.
     step: tuple[tuple[int, ...], ...] = dataclasses.field(init=False, repr=False, compare=False)
+    #: The ASCII view of the walls, floor and targets alone (rows joined by newlines).
+    static_text: str = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if len(self.walls) != self.rows * self.cols:
             raise LevelError(f"walls holds {len(self.walls)} cells, not {self.rows}x{self.cols}")
         object.__setattr__(self, "step", _neighbour_table(self.rows, self.cols, self.walls))
+        cells = [
+            WALL if self.walls[i] else TARGET if i in self.targets else FLOOR for i in range(len(self.walls))
+        ]
+        lines = ("".join(cells[r * self.cols : (r + 1) * self.cols]) for r in range(self.rows))
+        object.__setattr__(self, "static_text", "\n".join(lines))
 
     def is_floor(self, cell: int) -> bool:
         """Whether ``cell`` is inside the grid and not a wall."""
@@ -168,22 +175,13 @@ def parse_level(text: str) -> tuple[Layout, State]:
 
 def to_ascii(layout: Layout, state: State) -> str:
     """The ASCII view of a state (one line per grid row, Boxoban symbols)."""
-    boxes = set(state.boxes)
-    out = []
-    for r in range(layout.rows):
-        line = []
-        for cell in range(r * layout.cols, (r + 1) * layout.cols):
-            on_target = cell in layout.targets
-            if layout.walls[cell]:
-                line.append(WALL)
-            elif cell == state.player:
-                line.append(PLAYER_ON_TARGET if on_target else PLAYER)
-            elif cell in boxes:
-                line.append(BOX_ON_TARGET if on_target else BOX)
-            else:
-                line.append(TARGET if on_target else FLOOR)
-        out.append("".join(line))
-    return "\n".join(out)
+    chars = list(layout.static_text)
+    cols, targets = layout.cols, layout.targets
+    for b in state.boxes:
+        chars[b + b // cols] = BOX_ON_TARGET if b in targets else BOX
+    p = state.player
+    chars[p + p // cols] = PLAYER_ON_TARGET if p in targets else PLAYER
+    return "".join(chars)
 
 
 def from_slime_grid(
