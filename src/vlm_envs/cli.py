@@ -140,6 +140,8 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
         files = make_dataset(args.env, args.n, out, args.seed, args.max_turns, _env_config(args.config))
     except (UnknownEnvError, EnvLoadError) as err:
         raise UsageError(str(err)) from err
+    except ModuleNotFoundError as err:
+        raise UsageError(f"make-dataset needs the data extra (pip install 'vlm-envs[data]'): {err}") from err
     except (TypeError, ValueError) as err:
         raise UsageError(f"make-dataset {args.env!r}: {one_line(err)}") from err
     print(f"wrote {files.rows} rows to {files.parquet} and the slime YAML to {files.yaml}")

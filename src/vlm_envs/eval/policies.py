@@ -15,7 +15,6 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from vlm_envs.eval.openai_chat import ChatError, OpenAIChatClient, to_openai_messages
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation
 
@@ -24,6 +23,10 @@ POLICY_KINDS = ("solver", "reference", "random", "openai:BASE_URL", "sglang:URL"
 
 class PolicyError(Exception):
     """A policy cannot be built, cannot reach its server, or cannot play this env."""
+
+
+class ModelError(Exception):
+    """The model behind a policy failed to answer (after any retries); it ends one episode."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +92,7 @@ class TurnPolicy(Policy):
 
     @abc.abstractmethod
     async def reply(self, state: EpisodeState) -> Reply:
-        """The response to ``state.observation``; raise :class:`ChatError` if the model fails."""
+        """The response to ``state.observation``; raise :class:`ModelError` if the model fails."""
 
     async def play(self, env: Env, seed: int, max_turns: int) -> EpisodeResult:
         obs, info = await env.areset(seed=seed)
@@ -103,7 +106,7 @@ class TurnPolicy(Policy):
             state.turn = k
             try:
                 reply = await self.reply(state)
-            except ChatError as err:
+            except ModelError as err:
                 status, error = "failed", f"policy: {err}"
                 break
             try:
@@ -187,44 +190,6 @@ class RandomPolicy(TurnPolicy):
         return Reply(state.env.random_response(state.rng))
 
 
-class OpenAIPolicy(TurnPolicy):
-    """A model behind an OpenAI-compatible ``/chat/completions`` (images as data URIs)."""
-
-    def __init__(self, base_url: str, options: PolicyOptions) -> None:
-        if not options.model:
-            raise PolicyError("policy 'openai:...' needs --model NAME (the model name the server serves)")
-        self.name = f"openai:{base_url}"
-        self.options = options
-        self.client = OpenAIChatClient(
-            base_url,
-            options.model,
-            api_key=options.api_key,
-            timeout=options.timeout,
-            max_retries=options.max_retries,
-        )
-        self.sampling = {"temperature": options.temperature, "max_tokens": options.max_tokens}
-
-    async def start(self) -> None:
-        try:
-            await self.client.check_reachable()
-        except ChatError as err:
-            await self.client.close()
-            raise PolicyError(str(err)) from err
-
-    async def close(self) -> None:
-        await self.client.close()
-
-    async def reply(self, state: EpisodeState) -> Reply:
-        tools_of = getattr(state.env, "tools", None)
-        tools = tools_of() if self.options.tools and callable(tools_of) else None
-        messages = await asyncio.to_thread(to_openai_messages, state.messages)
-        out = await self.client.complete(messages, self.sampling, tools)
-        message = {"role": "assistant", "content": out.message.get("content") or ""}
-        if out.message.get("tool_calls"):
-            message["tool_calls"] = out.message["tool_calls"]
-        return Reply(out.text, message, out.prompt_tokens, out.completion_tokens, out.finish_reason)
-
-
 def build_policy(spec: str, options: PolicyOptions | None = None) -> Policy:
     """A policy from its command-line spelling (see :data:`POLICY_KINDS`)."""
     options = options or PolicyOptions()
@@ -236,10 +201,17 @@ def build_policy(spec: str, options: PolicyOptions | None = None) -> Policy:
     if spec in scripted:
         return scripted[spec]()
     kind, sep, url = spec.partition(":")
-    if sep and url and kind == "openai":
-        return OpenAIPolicy(url, options)
-    if sep and url and kind == "sglang":
-        from vlm_envs.eval.sglang_policy import SGLangPolicy  # needs the rollout extra (torch)
+    if sep and url and kind in ("openai", "sglang"):
+        try:  # model policies need the rollout extra (aiohttp; sglang also torch and transformers)
+            if kind == "openai":
+                from vlm_envs.eval.openai_policy import OpenAIPolicy
 
-        return SGLangPolicy(url, options)
+                return OpenAIPolicy(url, options)
+            from vlm_envs.eval.sglang_policy import SGLangPolicy
+
+            return SGLangPolicy(url, options)
+        except ImportError as err:
+            raise PolicyError(
+                f"policy {kind!r} needs the rollout extra (pip install 'vlm-envs[rollout]'): {err}"
+            ) from err
     raise PolicyError(f"unknown policy {spec!r}; use one of: {', '.join(POLICY_KINDS)}")
