@@ -159,7 +159,7 @@ def atlas(cell_size: int) -> dict[str, Image.Image]:
     return tiles
 
 
-class _ByteBoundedLRU:
+class ByteBoundedLRU:
     """A thread-safe LRU cache holding at most ``max_bytes`` (as measured by ``size``)."""
 
     def __init__(self, max_bytes: int, size: Callable[[Any], int]):
@@ -198,9 +198,9 @@ def _image_bytes(im: Image.Image) -> int:
     return im.width * im.height * (4 if im.mode == "RGB" else 1)
 
 
-_frames = _ByteBoundedLRU(64 << 20, _image_bytes)
-_pngs = _ByteBoundedLRU(32 << 20, len)
-_uris = _ByteBoundedLRU(32 << 20, len)
+_frames = ByteBoundedLRU(64 << 20, _image_bytes)
+_pngs = ByteBoundedLRU(32 << 20, len)
+_uris = ByteBoundedLRU(32 << 20, len)
 
 
 def clear_caches() -> None:

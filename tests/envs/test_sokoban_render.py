@@ -1,0 +1,85 @@
+"""Sokoban frames: seven distinct cell states, PNG bytes that decode to the frame, bounded caches."""
+
+import base64
+import io
+import itertools
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vlm_envs.envs.sokoban.board import LEGEND, parse_level
+from vlm_envs.envs.sokoban.render import DEFAULT_CELL_SIZE, ByteBoundedLRU, atlas, clear_caches, renderer
+
+LEVEL = "#######\n# .$* #\n#+ $  #\n#######"
+
+
+@pytest.mark.parametrize("cell_size", [16, 28, 32, 64])
+def test_the_seven_cell_states_look_different(cell_size):
+    tiles = atlas(cell_size)
+    assert set(tiles) == set(LEGEND)
+    arrays = {s: np.asarray(t.convert("RGB"), dtype=np.int16) for s, t in tiles.items()}
+    for a, b in itertools.combinations(arrays, 2):
+        differing = np.any(arrays[a] != arrays[b], axis=2).mean()
+        assert differing > 0.03, f"{LEGEND[a]!r} and {LEGEND[b]!r} differ in only {differing:.1%} of pixels"
+
+
+def test_box_on_target_differs_from_box_in_colour_not_only_detail():
+    tiles = atlas(DEFAULT_CELL_SIZE)
+    box = np.asarray(tiles["$"].convert("RGB"), dtype=float).mean(axis=(0, 1))
+    done = np.asarray(tiles["*"].convert("RGB"), dtype=float).mean(axis=(0, 1))
+    assert np.abs(box - done).max() > 40
+
+
+def test_frame_shows_each_cell_with_its_tile():
+    layout, state = parse_level(LEVEL)
+    frame = np.asarray(renderer(layout, 28).frame(state))
+    assert frame.shape == (4 * 28, 7 * 28, 3)
+    text = LEVEL.splitlines()
+    for r, line in enumerate(text):
+        for c, symbol in enumerate(line):
+            expected = np.asarray(atlas(28)[symbol].convert("RGB"))
+            assert np.array_equal(frame[r * 28 : (r + 1) * 28, c * 28 : (c + 1) * 28], expected), (
+                r,
+                c,
+                symbol,
+            )
+
+
+@pytest.mark.parametrize("cell_size", [28, 33, 64])
+def test_png_decodes_to_exactly_the_frame(cell_size):
+    clear_caches()
+    layout, state = parse_level(LEVEL)
+    rend = renderer(layout, cell_size)
+    png = rend.frame_png(state)
+    decoded = Image.open(io.BytesIO(png))
+    assert decoded.format == "PNG" and decoded.size == (7 * cell_size, 4 * cell_size)
+    assert decoded.convert("RGB").tobytes() == rend.frame(state).tobytes()
+    uri = rend.frame_data_uri(state)
+    assert uri.startswith("data:image/png;base64,")
+    assert base64.b64decode(uri.split(",", 1)[1]) == png
+
+
+def test_frames_are_cached_by_state():
+    layout, state = parse_level(LEVEL)
+    rend = renderer(layout, 28)
+    assert rend.frame(state) is rend.frame(state)
+    assert rend.frame_png(state) is rend.frame_png(state)
+    moved = state._replace(player=state.player + 1)
+    assert rend.frame_png(moved) != rend.frame_png(state)
+    assert renderer(layout, 28) is rend
+
+
+def test_cache_stays_within_its_byte_bound():
+    cache = ByteBoundedLRU(100, len)
+    for i in range(10):
+        cache.put(i, b"x" * 30)
+    assert cache.get(0) is None and cache.get(9) == b"x" * 30
+    assert sum(cache.get(i) is not None for i in range(10)) == 3
+    cache.put("huge", b"x" * 101)
+    assert cache.get("huge") is None
+
+
+def test_tiny_cell_size_is_rejected():
+    with pytest.raises(ValueError, match="cell_size"):
+        atlas(4)
