@@ -13,6 +13,7 @@ import dataclasses
 import importlib
 import importlib.metadata as md
 import re
+import sys
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -106,6 +107,18 @@ def register(name: str, target: str, **kwargs: Any) -> EnvSpec:
 
 
 def _entry_point_specs() -> dict[str, EnvSpec]:
+    """Entry-point specs, scanned once per ``sys.path`` (a scan reads every installed dist-info)."""
+    key = tuple(sys.path)
+    if key not in _scans:
+        _scans.clear()
+        _scans[key] = _scan_entry_points()
+    return _scans[key]
+
+
+_scans: dict[tuple[str, ...], dict[str, EnvSpec]] = {}
+
+
+def _scan_entry_points() -> dict[str, EnvSpec]:
     specs: dict[str, EnvSpec] = {}
     for ep in md.entry_points(group=ENTRY_POINT_GROUP):
         dist = ep.dist.name if ep.dist is not None else None
