@@ -115,3 +115,13 @@ def test_same_episode_in_other_processes_whatever_the_hash_seed():
     exec(FINGERPRINT.replace("print(digest.hexdigest())", "result = digest.hexdigest()"), in_process)
     digests.add(in_process["result"])
     assert len(digests) == 1, digests
+
+
+def test_levels_beyond_the_search_budget_record_a_verified_bound():
+    spec = Difficulty(rows=8, cols=8, num_boxes=2, solver_max_nodes=2)
+    level = generate_level(spec, 4)
+    layout, start = level.layout, level.state
+    assert not level.optimal_exact and level.optimal_moves == len(level.solution)
+    assert is_solved(layout, replay(layout, start, level.solution))
+    exact = Solver(layout).solve(start)
+    assert exact.complete and len(exact.moves) <= level.optimal_moves

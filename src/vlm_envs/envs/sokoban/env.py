@@ -92,6 +92,7 @@ class SokobanEnv(Env):
         cfg = self.config
         if seed is None:
             seed = cfg.rng_seed if cfg.rng_seed is not None else secrets.randbits(63)
+        seed = int(seed)
         info: dict[str, Any] = {"seed": seed}
         if self._given is not None:
             layout, start = self._given
