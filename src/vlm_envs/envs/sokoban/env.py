@@ -255,9 +255,9 @@ class SokobanEnv(Env):
 
     def _remember_suffix(self, before: State, played: str, blocked: int) -> None:
         """Following a known optimal solution leaves its suffix optimal: keep it for :meth:`solution`."""
-        ep = self._ep
-        known = ep.solutions.get(before) if ep is not None else None
-        if ep is not None and known is not None and not blocked and known.startswith(played):
+        ep = self._running()
+        known = ep.solutions.get(before)
+        if known is not None and not blocked and known.startswith(played):
             ep.solutions.setdefault(ep.state, known[len(played) :])
 
     def _step_reward(self, phi_before: int, on_target: int, success: bool, malformed: bool) -> float:
