@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import gc
 import io
 import os
 import statistics
@@ -128,10 +129,27 @@ def straightforward_image_turn(codec: ChatCodec, turns: int = 40) -> float:
     return statistics.median(samples)
 
 
+def sequential_cpu_per_turn(codec: ChatCodec, episodes: int, turns: int, first_seed: int) -> float:
+    """CPU seconds per turn of the same workload played one episode at a time, instant engine."""
+    config = EpisodeConfig(max_turns=turns, max_new_tokens=32)
+    cpu, played = time.process_time(), 0
+
+    async def play_all() -> None:
+        nonlocal played
+        for seed in range(first_seed, first_seed + episodes):
+            traj = await run_episode(sokoban("vision"), InstantEngine(codec), codec, seed=seed, config=config)
+            played += len(traj.turns)
+
+    asyncio.run(play_all())
+    return (time.process_time() - cpu) / played
+
+
 async def concurrent_run(codec: ChatCodec, episodes: int, turns: int, latency: float) -> dict[str, float]:
     engine = InstantEngine(codec, latency=latency)
     config = EpisodeConfig(max_turns=turns, max_new_tokens=32)
     envs = [sokoban("vision") for _ in range(episodes)]
+    gc.collect()
+    gc.freeze()  # long-lived objects (model code, processor) out of the collector's way, as a trainer would
     loop = asyncio.get_running_loop()
     gaps: list[float] = []
     done = asyncio.Event()
@@ -189,18 +207,21 @@ def main() -> None:
     print(
         f"\n## 3. {args.episodes} concurrent Sokoban episodes, {args.latency * 1e3:.0f} ms engine latency\n"
     )
+    # distinct levels (seeds) in both runs, so both pay the processor on each new frame
+    cpu_per_turn = sequential_cpu_per_turn(codec, 50, args.turns, first_seed=10_000)
     result = asyncio.run(concurrent_run(codec, args.episodes, args.turns, args.latency))
     rate = result["turns"] / result["wall"]
-    cpu_per_turn = result["cpu"] / result["turns"]
     latency_ideal = args.episodes / args.latency
     cpu_ideal = cores / cpu_per_turn
     smaller = min(latency_ideal, cpu_ideal)
     print("| measure | turns/s |")
     print("|---|---|")
-    print(f"| measured | {rate:.0f} |")
+    print(f"| measured ({result['cpu'] / result['turns'] * 1e3:.2f} ms CPU per turn) | {rate:.0f} |")
+    print(f"| one Python process, one core (1 / {cpu_per_turn * 1e3:.2f} ms) | {1 / cpu_per_turn:.0f} |")
     latency_row = f"latency-bound ideal ({args.episodes} episodes / {args.latency * 1e3:.0f} ms)"
     print(f"| {latency_row} | {latency_ideal:.0f} |")
-    print(f"| CPU-bound ideal ({cores} cores / {cpu_per_turn * 1e3:.2f} ms CPU per turn) | {cpu_ideal:.0f} |")
+    cpu_row = f"CPU-bound ideal ({cores} cores / {cpu_per_turn * 1e3:.2f} ms CPU per turn played alone)"
+    print(f"| {cpu_row} | {cpu_ideal:.0f} |")
     print(f"| measured / smaller ideal (target >= 0.80) | {rate / smaller:.2f} |")
     print(f"\nLongest event-loop stall: {result['max_stall_ms']:.1f} ms (target <= 50 ms)")
     print(f"Turns: {result['turns']}, wall {result['wall']:.1f} s, CPU {result['cpu']:.1f} s")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -263,3 +265,18 @@ def test_observation_deltas_are_cached_by_content_and_handed_out_as_copies(codec
     d = codec.encode_observation(user(first), ended_with_eos=False)
     assert len(codec._deltas) == entries + 2
     assert c.ids != b.ids and d.ids == [codec.end_of_turn_id, *b.ids]
+
+
+def test_an_evicted_image_still_held_by_a_trajectory_is_found_without_the_processor(processor):
+    one_image = ChatCodec(processor).process_image(noise_image(3, 56, 56)).pixel_values.nbytes
+    small = ChatCodec(processor, cache_bytes=one_image)  # room for one image
+    held = small.process_image(noise_image(3, 56, 56))  # a running episode keeps this
+    small.process_image(noise_image(4, 56, 56))  # evicts it from the LRU
+    hits, misses = small.vision.cache_stats
+    assert small.process_image(noise_image(3, 56, 56)) is held
+    assert small.vision.cache_stats == (hits + 1, misses)
+    del held
+    gc.collect()
+    small.process_image(noise_image(4, 56, 56))  # a miss (nothing held 4), and evicts 3, held by nobody now
+    small.process_image(noise_image(3, 56, 56))
+    assert small.vision.cache_stats[1] == misses + 2

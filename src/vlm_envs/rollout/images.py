@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import math
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
@@ -68,11 +69,16 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: int, max_pixe
 
 
 class _ByteLRU:
-    """A thread-safe LRU of processed images, bounded by the bytes of their pixel values."""
+    """A thread-safe LRU of processed images, bounded by the bytes of their pixel values.
+
+    Evicted entries stay findable while anything else holds them (a running episode's trajectory
+    does): they cost no memory of the cache's, and finding them spares the processor.
+    """
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._items: OrderedDict[str, ProcessedImage] = OrderedDict()
+        self._alive: weakref.WeakValueDictionary[str, ProcessedImage] = weakref.WeakValueDictionary()
         self._bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
@@ -82,8 +88,11 @@ class _ByteLRU:
         with self._lock:
             item = self._items.get(key)
             if item is None:
-                self.misses += 1
-                return None
+                item = self._alive.get(key)
+                if item is None:
+                    self.misses += 1
+                    return None
+                self._insert(key, item)
             self.hits += 1
             self._items.move_to_end(key)
             return item
@@ -93,14 +102,18 @@ class _ByteLRU:
         if size > self.max_bytes:
             return
         with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._bytes -= old.pixel_values.nbytes
-            self._items[key] = item
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, evicted = self._items.popitem(last=False)
-                self._bytes -= evicted.pixel_values.nbytes
+            self._insert(key, item)
+
+    def _insert(self, key: str, item: ProcessedImage) -> None:
+        old = self._items.pop(key, None)
+        if old is not None:
+            self._bytes -= old.pixel_values.nbytes
+        self._items[key] = item
+        self._alive[key] = item
+        self._bytes += item.pixel_values.nbytes
+        while self._bytes > self.max_bytes:
+            _, evicted = self._items.popitem(last=False)
+            self._bytes -= evicted.pixel_values.nbytes
 
 
 class VisionPreprocessor:
