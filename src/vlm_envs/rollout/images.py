@@ -20,6 +20,8 @@ from typing import Any
 import torch
 from PIL import Image
 
+from vlm_envs.rollout.pixels import LookupPatchifier
+
 
 class CodecError(ValueError):
     """A conversation, image, processor or template the codec cannot encode faithfully."""
@@ -139,6 +141,8 @@ class VisionPreprocessor:
             raise CodecError(f"the image processor's size {size!r} names no min/max pixels")
         self._resample = Image.Resampling(int(getattr(image_processor, "resample", Image.Resampling.BICUBIC)))
         self._cache = _ByteLRU(cache_bytes)
+        #: The processor's numbers without the processor, where a probe shows them identical.
+        self.lookup = LookupPatchifier.for_processor(image_processor)
 
     def target_size(self, width: int, height: int) -> tuple[int, int]:
         """``(width, height)`` the processor resizes an image of this size to."""
@@ -156,15 +160,19 @@ class VisionPreprocessor:
         size = self.target_size(*rgb.size)
         if rgb.size != size:
             rgb = rgb.resize(size, self._resample)
-        out = self.image_processor(images=[rgb], return_tensors="pt")
-        grid = tuple(int(x) for x in out["image_grid_thw"][0])
+        if self.lookup is not None:
+            pixel_values = torch.from_numpy(self.lookup(rgb))
+            grid = (1, size[1] // self.patch_size, size[0] // self.patch_size)
+        else:
+            out = self.image_processor(images=[rgb], return_tensors="pt")
+            pixel_values, grid = out["pixel_values"], tuple(int(x) for x in out["image_grid_thw"][0])
         if grid[1] * self.patch_size != size[1] or grid[2] * self.patch_size != size[0]:
             raise CodecError(
                 f"processor grid {grid} does not match the target size {size} (patch {self.patch_size})"
             )
         item = ProcessedImage(
             image=rgb,
-            pixel_values=out["pixel_values"],
+            pixel_values=pixel_values,
             grid_thw=grid,  # type: ignore[arg-type]
             num_tokens=math.prod(grid) // self.merge_size**2,
             key=key if rgb is image else image_digest(rgb),
