@@ -9,6 +9,7 @@ dropped whole (tokens and images). Errors end the episode with a status, never a
 
 from __future__ import annotations
 
+import array
 import asyncio
 import dataclasses
 import enum
@@ -39,8 +40,8 @@ class Status(str, enum.Enum):
 class Segment:
     """A run of response tokens: generated (trainable, with log probs) or an observation (neither)."""
 
-    ids: list[int]
-    log_probs: list[float] | None
+    ids: tuple[int, ...]  # tuples of numbers leave the garbage collector's care; lists never do
+    log_probs: tuple[float, ...] | None
     trainable: bool
 
 
@@ -187,7 +188,7 @@ class _Episode:
         self.sampling.setdefault("max_new_tokens", config.max_new_tokens)
         stop_ids = list(self.sampling.get("stop_token_ids") or [])
         self.sampling["stop_token_ids"] = stop_ids + [t for t in codec.stop_token_ids if t not in stop_ids]
-        self.engine_ids: list[int] = []
+        self.engine_ids = array.array("q")  # grows every turn; an array is invisible to the collector
         self.image_uris: list[str] = []
         self.length = 0  # prompt + response tokens so far
         self.traj: Trajectory | None = None
@@ -234,7 +235,7 @@ class _Episode:
         prompt, uris = await self._off_loop(self._encode, lambda: self.codec.encode_prompt(messages))
         self.traj = Trajectory(prompt=prompt, messages=messages, reset_info=dict(info))
         self.traj.timings = {"reset_s": t1 - t0, "encode_prompt_s": time.perf_counter() - t1}
-        self.engine_ids = list(prompt.engine_ids if self.config.engine_placeholders else prompt.ids)
+        self.engine_ids.extend(prompt.engine_ids if self.config.engine_placeholders else prompt.ids)
         self.length = len(prompt.ids)
         self._add_images(prompt.images, uris)
         return self.traj
@@ -249,7 +250,7 @@ class _Episode:
         t0 = time.perf_counter()
         out: EngineOutput = await self.engine.generate(self.engine_ids, self.image_uris, params)
         t1 = time.perf_counter()
-        ids, log_probs = list(out.token_ids[:budget]), list(out.log_probs[:budget])
+        ids, log_probs = tuple(out.token_ids[:budget]), tuple(out.log_probs[:budget])
         bad = next((i for i, t in enumerate(ids) if t in codec.special_image_ids), None)
         if bad is not None:
             ids, log_probs = ids[:bad], log_probs[:bad]
@@ -259,7 +260,7 @@ class _Episode:
         text = codec.decode(content_ids)  # bounded by max_new_tokens; a fast Rust call
         record = TurnRecord(index, text, out.finish_reason, len(ids), timings={"generate_s": t1 - t0})
         traj.turns.append(record)
-        traj.messages.append({"role": "assistant", "content": text, "token_ids": content_ids})
+        traj.messages.append({"role": "assistant", "content": text, "token_ids": tuple(content_ids)})
         if out.finish_reason == "abort":
             raise _Stop(Status.ABORTED, "the engine aborted the generation")
         if bad is not None:
@@ -281,18 +282,18 @@ class _Episode:
         record.timings["encode_s"] = time.perf_counter() - t2
         if len(delta.ids) >= self._budget():  # the observation and at least one generated token
             raise _Stop(Status.TRUNCATED)
-        self._append(Segment(delta.ids, None, trainable=False), delta.engine_ids)
+        self._append(Segment(tuple(delta.ids), None, trainable=False), delta.engine_ids)
         self._add_images(delta.images, uris)
         record.observation_tokens = len(delta.ids)
         traj.messages.append(message)
         return True
 
-    def _append(self, segment: Segment, engine_ids: list[int]) -> None:
+    def _append(self, segment: Segment, engine_ids: Sequence[int]) -> None:
         """Add response tokens to the trajectory and the engine's view of it."""
         if segment.ids:
             self.traj.segments.append(segment)
             self.length += len(segment.ids)
-            self.engine_ids += engine_ids if self.config.engine_placeholders else segment.ids
+            self.engine_ids.extend(engine_ids if self.config.engine_placeholders else segment.ids)
 
 
 async def run_episode(
