@@ -14,6 +14,7 @@ from vlm_envs.rollout.engines import (
     TransientEngineError,
     image_data_uri,
 )
+from vlm_envs.rollout.episode import EpisodeConfig, Status, Trajectory, TurnRecord, run_episode
 from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor, image_digest
 
 __all__ = [
@@ -24,11 +25,16 @@ __all__ = [
     "EngineError",
     "EngineOutput",
     "EngineTimeout",
+    "EpisodeConfig",
     "PermanentEngineError",
     "ProcessedImage",
     "SGLangEngine",
+    "Status",
+    "Trajectory",
     "TransientEngineError",
+    "TurnRecord",
     "VisionPreprocessor",
     "image_data_uri",
     "image_digest",
+    "run_episode",
 ]
