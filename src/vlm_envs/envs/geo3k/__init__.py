@@ -48,4 +48,6 @@ def build_env(sample: Any = None, args: Any = None, **config: Any) -> Geo3kEnv:
     return Geo3kEnv(**env_kwargs)
 
 
+description = Geo3kEnv.description
+
 __all__ = ["KINDS", "Geo3kEnv", "Geo3kProblem", "build_env", "generate_problem"]
