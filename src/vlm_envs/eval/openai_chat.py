@@ -9,17 +9,16 @@ call where there was one), and structured ``tool_calls`` in a reply become the H
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
-import io
 import json
 import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
-from PIL import Image
+
+from vlm_envs.imaging import png_data_uri
 
 # HTTP statuses worth retrying: request timeout, rate limiting, and every server error.
 _RETRY_STATUSES = frozenset({408, 409, 429})
@@ -38,13 +37,6 @@ class ChatReply:
     finish_reason: str | None
     prompt_tokens: int | None
     completion_tokens: int | None
-
-
-def png_data_uri(image: Image.Image) -> str:
-    """``image`` as a PNG data URI."""
-    buf = io.BytesIO()
-    image.save(buf, format="PNG", compress_level=1)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def _content_parts(content: Any) -> list[dict[str, Any]]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
-import io
 import json
 import math
 import random
@@ -22,6 +21,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import aiohttp
 from PIL import Image
 
+from vlm_envs.imaging import png_data_uri
 from vlm_envs.rollout.images import image_digest
 
 FinishReason = Literal["stop", "length", "abort"]
@@ -92,7 +92,7 @@ class _UriCache:
             if uri is not None:
                 self._items.move_to_end(key)
                 return uri
-        uri = _png_data_uri(image)
+        uri = png_data_uri(image)
         with self._lock:
             if key not in self._items and len(uri) <= self.max_chars:
                 self._items[key] = uri
@@ -100,13 +100,6 @@ class _UriCache:
                 while self._chars > self.max_chars:
                     self._chars -= len(self._items.popitem(last=False)[1])
         return uri
-
-
-def _png_data_uri(image: Image.Image) -> str:
-    buf = io.BytesIO()
-    # PNG is lossless at every level: level 1 only trades a little size for a lot of speed.
-    image.save(buf, format="PNG", compress_level=1)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 _URI_CACHE = _UriCache(max_chars=256 << 20)

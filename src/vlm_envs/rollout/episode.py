@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from vlm_envs.protocol import Env, Observation
+from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout.codec import ChatCodec, CodecError, Encoded, ProcessedImage
 from vlm_envs.rollout.engines import Engine, EngineError, EngineOutput, image_data_uri
 
@@ -163,6 +163,20 @@ def rollout_executor() -> ThreadPoolExecutor:
         return _shared
 
 
+@dataclasses.dataclass
+class _Observed:
+    """The env's answer to one response and, unless the episode ends, its encoding."""
+
+    obs: Observation
+    done: bool
+    step: StepInfo
+    env_s: float
+    message: dict[str, Any] = dataclasses.field(default_factory=dict)
+    delta: Encoded | None = None
+    uris: list[str] = dataclasses.field(default_factory=list)
+    encode_s: float = 0.0
+
+
 class _Stop(Exception):
     """Ends the loop with a status (internal control flow)."""
 
@@ -200,11 +214,6 @@ class _Episode:
         if type(self.env).areset is not Env.areset:  # the env has its own async reset
             return await self.env.areset(seed=seed)
         return await self._off_loop(self.env.reset, seed)
-
-    async def _env_step(self, text: str) -> tuple[Observation, bool, Any]:
-        if type(self.env).astep is not Env.astep:  # the env has its own async step (e.g. async grading)
-            return await self.env.astep(text)
-        return await self._off_loop(self.env.step, text)
 
     def _budget(self) -> int:
         """How many more tokens the episode may hold."""
@@ -266,27 +275,53 @@ class _Episode:
         if bad is not None:
             raise _Stop(Status.TRUNCATED, "the model generated an image special token; episode ended")
 
-        obs, done, step = await self._env_step(text)
-        t2 = time.perf_counter()
-        record.timings["env_s"] = t2 - t1
-        record.reward, record.done, record.metrics, record.info = step.reward, done, step.metrics, step.info
-        record.observation = obs
-        if done:
-            raise _Stop(Status.COMPLETED)
-        if index + 1 >= self.config.max_turns:
-            raise _Stop(Status.TRUNCATED)
-        message = self.env.format_observation(obs)
-        delta, uris = await self._off_loop(
-            self._encode, lambda: codec.encode_observation(message, obs.images, ended_with_eos=ended_with_eos)
+        last_turn = index + 1 >= self.config.max_turns
+        if type(self.env).astep is Env.astep:  # step and encode in one hop off the loop
+            seen = await self._off_loop(self._observe, text, not last_turn, ended_with_eos)
+        else:  # the env steps its own async way (e.g. grading in worker processes)
+            obs, done, step = await self.env.astep(text)
+            seen = _Observed(obs, done, step, env_s=time.perf_counter() - t1)
+            if not (done or last_turn):
+                await self._off_loop(self._encode_observation, seen, ended_with_eos)
+        record.timings.update(env_s=seen.env_s, encode_s=seen.encode_s)
+        record.reward, record.done, record.metrics, record.info = (
+            seen.step.reward,
+            seen.done,
+            seen.step.metrics,
+            seen.step.info,
         )
-        record.timings["encode_s"] = time.perf_counter() - t2
+        record.observation = seen.obs
+        if seen.done:
+            raise _Stop(Status.COMPLETED)
+        if last_turn:
+            raise _Stop(Status.TRUNCATED)
+        delta = seen.delta
         if len(delta.ids) >= self._budget():  # the observation and at least one generated token
             raise _Stop(Status.TRUNCATED)
         self._append(Segment(tuple(delta.ids), None, trainable=False), delta.engine_ids)
-        self._add_images(delta.images, uris)
+        self._add_images(delta.images, seen.uris)
         record.observation_tokens = len(delta.ids)
-        traj.messages.append(message)
+        traj.messages.append(seen.message)
         return True
+
+    def _observe(self, text: str, encode: bool, ended_with_eos: bool) -> _Observed:
+        """The env's answer to ``text`` and, if ``encode`` and the episode goes on, its token delta."""
+        t0 = time.perf_counter()
+        obs, done, step = self.env.step(text)
+        seen = _Observed(obs, done, step, env_s=time.perf_counter() - t0)
+        if encode and not done:
+            self._encode_observation(seen, ended_with_eos)
+        return seen
+
+    def _encode_observation(self, seen: _Observed, ended_with_eos: bool) -> None:
+        t0 = time.perf_counter()
+        seen.message = self.env.format_observation(seen.obs)
+        seen.delta, seen.uris = self._encode(
+            lambda: self.codec.encode_observation(
+                seen.message, seen.obs.images, ended_with_eos=ended_with_eos
+            )
+        )
+        seen.encode_s = time.perf_counter() - t0
 
     def _append(self, segment: Segment, engine_ids: Sequence[int]) -> None:
         """Add response tokens to the trajectory and the engine's view of it."""
