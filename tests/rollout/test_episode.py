@@ -6,7 +6,8 @@ from rollout_helpers import assert_trainer_invariants, script, served_tiny_model
 
 from vlm_envs import build_env
 from vlm_envs.rollout.engines import EngineOutput, SGLangEngine
-from vlm_envs.rollout.episode import EpisodeConfig, Status, run_episode
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.trajectory import Status
 from vlm_envs.testing import Fault
 
 SAMPLING = {"temperature": 1.0}

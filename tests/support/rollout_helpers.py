@@ -6,7 +6,7 @@ import math
 from collections.abc import Iterator
 
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.episode import Trajectory
+from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.testing import Fault, SGLangTestServer, build_test_engine
 
 

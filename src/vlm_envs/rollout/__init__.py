@@ -14,8 +14,9 @@ from vlm_envs.rollout.engines import (
     TransientEngineError,
     image_data_uri,
 )
-from vlm_envs.rollout.episode import EpisodeConfig, Status, Trajectory, TurnRecord, run_episode
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor, image_digest
+from vlm_envs.rollout.trajectory import Status, Trajectory, TurnRecord
 
 __all__ = [
     "ChatCodec",

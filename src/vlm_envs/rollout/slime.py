@@ -24,7 +24,8 @@ from typing import Any
 from vlm_envs.registry import build_env
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import SGLangEngine
-from vlm_envs.rollout.episode import EpisodeConfig, Status, Trajectory, run_episode
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.trajectory import Status, Trajectory
 
 METADATA_KEY = "vlm_envs"
 DEFAULT_MAX_TURNS = 8

@@ -1,0 +1,147 @@
+"""A finished episode as training data: token segments, images, per-turn records and status.
+
+:func:`check_against_template` compares a trajectory with the chat template's rendering of its
+conversation (the sanity check that catches chat-template drift in loss masks).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+import torch
+
+from vlm_envs.protocol import Observation
+from vlm_envs.rollout.codec import ChatCodec, Encoded, ProcessedImage
+
+
+class Status(str, enum.Enum):
+    """How an episode ended (the values of slime's ``Sample.Status``)."""
+
+    COMPLETED = "completed"  # the env said done
+    TRUNCATED = "truncated"  # max_turns, the token budget, or a generated image token cut it short
+    ABORTED = "aborted"  # the engine or the trainer aborted it
+    FAILED = "failed"  # the env, the engine or the codec failed; see ``error``
+
+
+@dataclasses.dataclass(frozen=True)
+class Segment:
+    """A run of response tokens: generated (trainable, with log probs) or an observation (neither)."""
+
+    ids: tuple[int, ...]  # tuples of numbers leave the garbage collector's care; lists never do
+    log_probs: tuple[float, ...] | None
+    trainable: bool
+
+
+@dataclasses.dataclass
+class TurnRecord:
+    """What happened in one turn."""
+
+    index: int
+    model_text: str
+    finish_reason: str
+    generated_tokens: int
+    reward: float = 0.0
+    done: bool = False
+    metrics: dict[str, float | int | bool] = dataclasses.field(default_factory=dict)
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    observation: Observation | None = None
+    observation_tokens: int = 0  # 0 when there was none or the budget dropped it
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class TemplateCheck:
+    """Whether the finished token list equals the chat template's rendering of the conversation."""
+
+    ok: bool
+    detail: str = ""
+
+
+@dataclasses.dataclass
+class Trajectory:
+    """A finished episode as training data, with a record of every turn."""
+
+    prompt: Encoded
+    messages: list[dict[str, Any]]
+    segments: list[Segment] = dataclasses.field(default_factory=list)
+    images: list[ProcessedImage] = dataclasses.field(default_factory=list)
+    turns: list[TurnRecord] = dataclasses.field(default_factory=list)
+    status: Status = Status.COMPLETED
+    error: str | None = None
+    reward: float = 0.0
+    reset_info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    template_check: TemplateCheck | None = None
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
+
+    @property
+    def prompt_ids(self) -> list[int]:
+        return self.prompt.ids
+
+    @property
+    def response_ids(self) -> list[int]:
+        return [t for seg in self.segments for t in seg.ids]
+
+    @property
+    def tokens(self) -> list[int]:
+        """Prompt ids + response ids, images expanded."""
+        return self.prompt.ids + self.response_ids
+
+    @property
+    def response_length(self) -> int:
+        return sum(len(seg.ids) for seg in self.segments)
+
+    @property
+    def loss_mask(self) -> list[int]:
+        """1 on generated tokens, 0 on observation tokens."""
+        return [int(seg.trainable) for seg in self.segments for _ in seg.ids]
+
+    @property
+    def log_probs(self) -> list[float]:
+        """The engine's log probs on generated tokens, 0.0 on observation tokens."""
+        return [lp for seg in self.segments for lp in (seg.log_probs or [0.0] * len(seg.ids))]
+
+    def train_inputs(self) -> dict[str, torch.Tensor]:
+        """``pixel_values`` and ``image_grid_thw`` of all images in token order, or ``{}``."""
+        if not self.images:
+            return {}
+        return {
+            "pixel_values": torch.cat([im.pixel_values for im in self.images]),
+            "image_grid_thw": torch.tensor([im.grid_thw for im in self.images], dtype=torch.long),
+        }
+
+
+def check_against_template(traj: Trajectory, codec: ChatCodec) -> TemplateCheck:
+    """Compare the trajectory's tokens with the chat template's rendering of its conversation.
+
+    Assistant contents are spliced in as the generated ids (so a non-canonical tokenization is not
+    a difference). After a final assistant turn the rendering may go on with the template's
+    end-of-turn tail (``<|im_end|>`` if generation stopped without it, then a newline): that tail
+    is the only difference allowed.
+    """
+    messages = [{k: v for k, v in m.items() if k != "token_ids"} for m in traj.messages]
+    assistant_ids = [m["token_ids"] for m in traj.messages if m["role"] == "assistant"]
+    images = [im.image for im in traj.images]
+    ends_with_prompt = not messages or messages[-1]["role"] != "assistant"
+    expected = codec.render_conversation(
+        messages, images, assistant_ids, add_generation_prompt=ends_with_prompt
+    )
+    actual = traj.tokens
+    n = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None)
+    if n is None and len(actual) <= len(expected):
+        tail = expected[len(actual) :]
+        if tail and tail[0] == codec.end_of_turn_id:
+            tail = tail[1:]
+        if not codec.decode(tail, skip_special_tokens=False).strip():
+            return TemplateCheck(ok=True)
+        n = len(actual)
+    if n is None:
+        n = len(expected)
+
+    def show(ids: list[int]) -> str:
+        return repr(codec.decode(ids[max(0, n - 8) : n + 8], skip_special_tokens=False))
+
+    return TemplateCheck(
+        ok=False, detail=f"first difference at token {n}: expected {show(expected)}, got {show(actual)}"
+    )
