@@ -12,7 +12,7 @@ import abc
 import asyncio
 import random
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypedDict
 
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -22,6 +22,23 @@ MetricValue = float | int | bool
 
 #: Marks where an image goes inside ``Observation.text`` (the convention of slime's example envs).
 IMAGE_PLACEHOLDER = "<image>"
+
+
+class TextPart(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ImagePart(TypedDict):
+    type: Literal["image"]
+    image: Image.Image
+
+
+class ChatMessage(TypedDict):
+    """One chat message as chat templates and processors take it."""
+
+    role: str
+    content: str | list[TextPart | ImagePart]
 
 
 class Observation(BaseModel):
@@ -48,10 +65,10 @@ class Observation(BaseModel):
             )
         return self
 
-    def parts(self) -> list[dict[str, Any]]:
+    def parts(self) -> list[TextPart | ImagePart]:
         """Content parts in display order: ``{"type": "image", "image": PIL}`` and ``{"type": "text"}``."""
         if not self.text.count(IMAGE_PLACEHOLDER):
-            parts: list[dict[str, Any]] = [{"type": "image", "image": im} for im in self.images]
+            parts: list[TextPart | ImagePart] = [{"type": "image", "image": im} for im in self.images]
             if self.text:
                 parts.append({"type": "text", "text": self.text})
             return parts
@@ -121,7 +138,7 @@ class Env(abc.ABC):
         """A system message the conversation should start with, if the env wants one."""
         return None
 
-    def format_observation(self, obs: Observation) -> dict[str, Any]:
+    def format_observation(self, obs: Observation) -> ChatMessage:
         """One chat message; a tool observation becomes a ``tool`` message."""
         return {"role": obs.role, "content": obs.parts()}
 
