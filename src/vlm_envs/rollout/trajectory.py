@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from typing import Any
 
 import torch
@@ -57,6 +58,8 @@ class TemplateCheck:
 
     ok: bool
     detail: str = ""
+    #: The only differences are ``<think>`` blocks the template drops or adds on purpose.
+    thinking_only: bool = False
 
 
 @dataclasses.dataclass
@@ -117,8 +120,9 @@ def check_against_template(traj: Trajectory, codec: ChatCodec) -> TemplateCheck:
 
     Assistant contents are spliced in as the generated ids (so a non-canonical tokenization is not
     a difference). After a final assistant turn the rendering may go on with the template's
-    end-of-turn tail (``<|im_end|>`` if generation stopped without it, then a newline): that tail
-    is the only difference allowed.
+    end-of-turn tail (``<|im_end|>`` if generation stopped without it, then a newline). Thinking
+    templates drop past ``<think>`` blocks or add empty ones on purpose: a difference made only of
+    such blocks passes, reported apart (``thinking_only``).
     """
     messages = [{k: v for k, v in m.items() if k != "token_ids"} for m in traj.messages]
     assistant_ids = [m["token_ids"] for m in traj.messages if m["role"] == "assistant"]
@@ -139,9 +143,22 @@ def check_against_template(traj: Trajectory, codec: ChatCodec) -> TemplateCheck:
     if n is None:
         n = len(expected)
 
+    got, want = _without_think(codec, actual), _without_think(codec, expected)
+    end_of_turn = codec.tokenizer.convert_ids_to_tokens(codec.end_of_turn_id)
+    if want.startswith(got) and not want[len(got) :].removeprefix(end_of_turn).strip():
+        detail = "differs only in <think> blocks, which this chat template drops or adds on purpose"
+        return TemplateCheck(ok=True, detail=detail, thinking_only=True)
+
     def show(ids: list[int]) -> str:
         return repr(codec.decode(ids[max(0, n - 8) : n + 8], skip_special_tokens=False))
 
     return TemplateCheck(
         ok=False, detail=f"first difference at token {n}: expected {show(expected)}, got {show(actual)}"
     )
+
+
+_THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
+
+
+def _without_think(codec: ChatCodec, ids: list[int]) -> str:
+    return _THINK.sub("", codec.decode(ids, skip_special_tokens=False)).rstrip()
