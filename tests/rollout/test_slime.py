@@ -173,3 +173,24 @@ def test_server_down_fails_with_an_explicit_reward():
     run(args, sample, {"max_new_tokens": 16})
     assert sample.status is Sample.Status.FAILED and sample.reward == 0.0
     assert "engine" in sample.metadata["vlm_envs"]["error"]
+
+
+class RefusingSample(Sample):
+    """A Sample whose append_response_tokens rejects the data, as slime's own checks can."""
+
+    def append_response_tokens(self, args=None, **kwargs):
+        if not kwargs.get("trainable", True):
+            raise ValueError("non-trainable tokens refused")
+        super().append_response_tokens(args, **kwargs)
+
+
+def test_a_sample_that_refuses_the_data_fails_cleanly(served):
+    server, codec = served
+    args = make_args(server, rollout_interaction_env_path="sokoban", max_turns=2)
+    sample = RefusingSample(index=8, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}})
+    script(server, codec, "<answer>Up</answer>", "<answer>Down</answer>")
+    run(args, sample)
+    assert sample.status is Sample.Status.FAILED and sample.reward == 0.0
+    assert "refused" in sample.metadata["vlm_envs"]["error"]
+    assert sample.response_length == len(sample.loss_mask) == len(sample.rollout_log_probs) == 0
+    assert codec.decode(sample.tokens, skip_special_tokens=False).endswith("<|im_start|>assistant\n")

@@ -25,6 +25,7 @@ from vlm_envs.rollout.engines import Engine, EngineError, EngineOutput, image_da
 from vlm_envs.rollout.trajectory import (
     Segment,
     Status,
+    TemplateCheck,
     Trajectory,
     TurnRecord,
     check_against_template,
@@ -288,7 +289,10 @@ async def run_episode(
     traj.status, traj.error = status, error
     traj.reward = config.failure_reward if status in (Status.FAILED, Status.ABORTED) else _safe_reward(env)
     if config.check_template:
-        traj.template_check = await episode._off_loop(check_against_template, traj, codec)
+        try:
+            traj.template_check = await episode._off_loop(check_against_template, traj, codec)
+        except Exception as err:  # e.g. text the template cannot render; a check never crashes a trainer
+            traj.template_check = TemplateCheck(ok=False, detail=_describe("template check", err))
         if not traj.template_check.ok and traj.status is not Status.FAILED:
             traj.status, traj.error = Status.FAILED, f"template check: {traj.template_check.detail}"
     return traj

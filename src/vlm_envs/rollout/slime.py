@@ -18,6 +18,7 @@ the error if any). This is the only module that knows slime.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
@@ -127,9 +128,12 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
             sampling_params=dict(sampling_params),
             should_abort=(lambda: bool(getattr(state, "aborted", False))) if state is not None else None,
         )
+        _fill_sample(args, sample, traj, codec, set_reward=config.set_reward)
+    except Exception as err:  # a Sample that refuses the data (slime's own checks) fails this sample only
+        return _fail(sample, record, f"filling the sample: {type(err).__name__}: {err}", traj.prompt_ids)
     finally:
-        env.close()
-    _fill_sample(args, sample, traj, codec, set_reward=config.set_reward)
+        with contextlib.suppress(Exception):  # an env that fails to close must not take the sample down
+            env.close()
     record.update(_summary(traj))
     return sample
 
@@ -146,12 +150,15 @@ async def reward(args: Any, sample: Any, **kwargs: Any) -> float:
     return float(record.get("reward", 0.0))
 
 
-def _fail(sample: Any, record: dict[str, Any], error: str) -> Any:
+def _fail(sample: Any, record: dict[str, Any], error: str, prompt_ids: list[int] | None = None) -> Any:
+    """Mark the sample FAILED with reward 0.0 and an empty, self-consistent response."""
     record.update(status=Status.FAILED.value, error=error, reward=0.0)
     sample.status = sample.Status.FAILED
     sample.reward = 0.0
-    if not sample.tokens:
-        sample.response_length, sample.loss_mask, sample.rollout_log_probs = 0, [], []
+    if prompt_ids is not None:
+        sample.tokens = list(prompt_ids)
+    if prompt_ids is not None or not sample.tokens:
+        sample.response, sample.response_length, sample.loss_mask, sample.rollout_log_probs = "", 0, [], []
     return sample
 
 
