@@ -7,8 +7,10 @@ assignments, units and degree marks, and the cheap checks that reject an answer 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from vlm_envs.verify.extract import answer_region
@@ -203,9 +205,12 @@ def _strip_units(s: str) -> str:
 _PAIRS = {"(": ")", "[": "]", "{": "}"}
 
 
-def _closing(s: str, start: int) -> int | None:
-    """Index of the bracket closing the one at ``start`` (backslash escapes skipped), or None."""
-    stack = []
+def _brackets(s: str, start: int = 0) -> Iterator[tuple[int, int]]:
+    """``(index, depth after it)`` at each bracket from ``start`` (backslash escapes skipped).
+
+    Raises ``ValueError`` at a closing bracket that does not match the innermost open one.
+    """
+    stack: list[str] = []
     i = start
     while i < len(s):
         c = s[i]
@@ -214,32 +219,30 @@ def _closing(s: str, start: int) -> int | None:
             continue
         if c in _PAIRS:
             stack.append(_PAIRS[c])
+            yield i, len(stack)
         elif c in ")]}":
             if not stack or stack.pop() != c:
-                return None
-            if not stack:
-                return i
+                raise ValueError(f"unbalanced {c!r} at {i}")
+            yield i, len(stack)
         i += 1
+
+
+def _closing(s: str, start: int) -> int | None:
+    """Index of the bracket closing the one at ``start``, or None."""
+    with contextlib.suppress(ValueError):
+        return next((i for i, depth in _brackets(s, start) if depth == 0), None)
     return None
 
 
 def _depth(s: str) -> int | None:
     """Deepest bracket nesting of ``s``, or None if its brackets do not balance."""
-    deepest = 0
-    stack: list[str] = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in _PAIRS:
-            stack.append(_PAIRS[c])
-            deepest = max(deepest, len(stack))
-        elif c in ")]}" and (not stack or stack.pop() != c):
-            return None
-        i += 1
-    return None if stack else deepest
+    deepest, depth = 0, 0
+    try:
+        for _, depth in _brackets(s):
+            deepest = max(deepest, depth)
+    except ValueError:
+        return None
+    return None if depth else deepest
 
 
 def _has_top_level(s: str, chars: str) -> bool:
