@@ -96,6 +96,22 @@ class TinySize:
     vision_depth: int = 1
 
 
+def _text_config(tokenizer: PreTrainedTokenizerFast, size: TinySize, **extra: Any) -> dict[str, Any]:
+    """The language model part both tiny models share; ``extra`` adds family-specific keys."""
+    return {
+        "vocab_size": len(tokenizer),
+        "hidden_size": size.hidden,
+        "intermediate_size": size.hidden * 2,
+        "num_hidden_layers": size.layers,
+        "num_attention_heads": size.heads,
+        "num_key_value_heads": size.heads,
+        "max_position_embeddings": 4096,
+        "eos_token_id": tokenizer.eos_token_id,
+        "pad_token_id": tokenizer.pad_token_id,
+        **extra,
+    }
+
+
 def build_tiny_qwen2_vl(
     processor: Qwen2VLProcessor, seed: int = 0, size: TinySize = TinySize()
 ) -> torch.nn.Module:
@@ -104,19 +120,12 @@ def build_tiny_qwen2_vl(
 
     tokenizer = processor.tokenizer
     config = Qwen2VLConfig(
-        text_config={
-            "vocab_size": len(tokenizer),
-            "hidden_size": size.hidden,
-            "intermediate_size": size.hidden * 2,
-            "num_hidden_layers": size.layers,
-            "num_attention_heads": size.heads,
-            "num_key_value_heads": size.heads,
-            "max_position_embeddings": 4096,
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
-            "eos_token_id": tokenizer.eos_token_id,
-            "bos_token_id": tokenizer.pad_token_id,
-            "pad_token_id": tokenizer.pad_token_id,
-        },
+        text_config=_text_config(
+            tokenizer,
+            size,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+            bos_token_id=tokenizer.pad_token_id,
+        ),
         vision_config={
             "depth": size.vision_depth,
             "embed_dim": size.vision_dim,
@@ -141,16 +150,11 @@ def build_tiny_qwen3_vl(
     tokenizer = processor.tokenizer
     head_dim = size.hidden // size.heads
     config = Qwen3VLConfig(
-        text_config={
-            "vocab_size": len(tokenizer),
-            "hidden_size": size.hidden,
-            "intermediate_size": size.hidden * 2,
-            "num_hidden_layers": size.layers,
-            "num_attention_heads": size.heads,
-            "num_key_value_heads": size.heads,
-            "head_dim": head_dim,
-            "max_position_embeddings": 4096,
-            "rope_parameters": {
+        text_config=_text_config(
+            tokenizer,
+            size,
+            head_dim=head_dim,
+            rope_parameters={
                 "rope_type": "default",
                 "rope_theta": 10000.0,
                 "mrope_section": [
@@ -160,9 +164,7 @@ def build_tiny_qwen3_vl(
                 ],
                 "mrope_interleaved": True,
             },
-            "eos_token_id": tokenizer.eos_token_id,
-            "pad_token_id": tokenizer.pad_token_id,
-        },
+        ),
         vision_config={
             "depth": size.vision_depth,
             "hidden_size": size.vision_dim,
