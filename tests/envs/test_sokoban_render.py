@@ -83,3 +83,19 @@ def test_cache_stays_within_its_byte_bound():
 def test_tiny_cell_size_is_rejected():
     with pytest.raises(ValueError, match="cell_size"):
         atlas(4)
+
+
+def test_an_evicted_frame_still_held_elsewhere_is_found_not_redrawn():
+    cache = ByteBoundedLRU(100, lambda im: 60, weak=True)  # room for one frame
+    held = Image.new("RGB", (4, 4), "red")
+    cache.put("a", held)
+    cache.put("b", Image.new("RGB", (4, 4), "blue"))  # evicts "a"
+    assert cache.get("a") is held  # an observation still holds it
+    del held
+    cache.put("c", Image.new("RGB", (4, 4), "green"))  # evicts "a" again; nothing holds it now
+    assert cache.get("a") is None
+    plain = ByteBoundedLRU(100, lambda im: 60)
+    kept = Image.new("RGB", (4, 4))
+    plain.put("a", kept)
+    plain.put("b", Image.new("RGB", (4, 4)))
+    assert plain.get("a") is None

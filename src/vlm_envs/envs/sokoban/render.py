@@ -14,6 +14,7 @@ import base64
 import functools
 import struct
 import threading
+import weakref
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable
@@ -160,22 +161,30 @@ def atlas(cell_size: int) -> dict[str, Image.Image]:
 
 
 class ByteBoundedLRU:
-    """A thread-safe LRU cache holding at most ``max_bytes`` (as measured by ``size``)."""
+    """A thread-safe LRU cache holding at most ``max_bytes`` (as measured by ``size``).
 
-    def __init__(self, max_bytes: int, size: Callable[[Any], int]):
+    With ``weak``, evicted values stay findable while something else holds them (an episode's
+    observations do), at no memory cost to the cache; values must then support weak references.
+    """
+
+    def __init__(self, max_bytes: int, size: Callable[[Any], int], weak: bool = False):
         self.max_bytes = max_bytes
         self._size = size
         self._data: OrderedDict[Any, tuple[Any, int]] = OrderedDict()
+        self._alive: weakref.WeakValueDictionary | None = weakref.WeakValueDictionary() if weak else None
         self._bytes = 0
         self._lock = threading.Lock()
 
     def get(self, key: Any) -> Any:
         with self._lock:
             item = self._data.get(key)
-            if item is None:
-                return None
-            self._data.move_to_end(key)
-            return item[0]
+            if item is not None:
+                self._data.move_to_end(key)
+                return item[0]
+        value = self._alive.get(key) if self._alive is not None else None
+        if value is not None:
+            self.put(key, value)
+        return value
 
     def put(self, key: Any, value: Any) -> None:
         nbytes = self._size(value)
@@ -183,6 +192,8 @@ class ByteBoundedLRU:
             if key in self._data or nbytes > self.max_bytes:
                 return
             self._data[key] = (value, nbytes)
+            if self._alive is not None:
+                self._alive[key] = value
             self._bytes += nbytes
             while self._bytes > self.max_bytes:
                 _, (_, old) = self._data.popitem(last=False)
@@ -191,6 +202,8 @@ class ByteBoundedLRU:
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
+            if self._alive is not None:
+                self._alive.clear()
             self._bytes = 0
 
 
@@ -198,7 +211,7 @@ def _image_bytes(im: Image.Image) -> int:
     return im.width * im.height * (4 if im.mode == "RGB" else 1)
 
 
-_frames = ByteBoundedLRU(64 << 20, _image_bytes)
+_frames = ByteBoundedLRU(64 << 20, _image_bytes, weak=True)
 _pngs = ByteBoundedLRU(32 << 20, len)
 _uris = ByteBoundedLRU(32 << 20, len)
 
