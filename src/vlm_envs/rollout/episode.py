@@ -130,7 +130,7 @@ class _Episode:
         if self.config.max_context_tokens is not None:
             left.append(self.config.max_context_tokens - self.length)
         if self.config.max_response_tokens is not None:
-            left.append(self.config.max_response_tokens - self.traj.response_length)
+            left.append(self.config.max_response_tokens - (self.length - len(self.traj.prompt_ids)))
         return min(left)
 
     def _encode(self, fn: Callable[[], Encoded]) -> tuple[Encoded, list[str]]:
@@ -178,7 +178,7 @@ class _Episode:
         text = codec.decode(content_ids)  # bounded by max_new_tokens; a fast Rust call
         record = TurnRecord(index, text, out.finish_reason, len(ids), timings={"generate_s": t1 - t0})
         traj.turns.append(record)
-        traj.messages.append({"role": "assistant", "content": text, "token_ids": tuple(content_ids)})
+        traj.messages.append({"role": "assistant", "content": text, "token_ids": content_ids})
         if out.finish_reason == "abort":
             raise _Stop(Status.ABORTED, "the engine aborted the generation")
         if bad is not None:
