@@ -87,9 +87,9 @@ def test_deltas_keep_newline_after_end_of_turn(codec):
     obs = {"role": "user", "content": "x"}
     after_eos = codec.encode_observation(obs, ended_with_eos=True)
     after_stop = codec.encode_observation(obs, ended_with_eos=False)
-    assert after_eos.ids[: len(newline)] == newline
-    assert after_stop.ids == [codec.end_of_turn_id, *after_eos.ids]
-    assert after_eos.ids[-len(codec.tokenize("<|im_start|>assistant\n")) :] == codec.tokenize(
+    assert list(after_eos.ids[: len(newline)]) == newline
+    assert after_stop.ids == (codec.end_of_turn_id, *after_eos.ids)
+    assert list(after_eos.ids[-len(codec.tokenize("<|im_start|>assistant\n")) :]) == codec.tokenize(
         "<|im_start|>assistant\n"
     )
 
@@ -103,7 +103,7 @@ def test_tool_observation_follows_each_template(codec, processor):
         )
     else:
         assert delta.text == "\n<|im_start|>tool\n42<|im_end|>\n<|im_start|>assistant\n"
-    assert delta.ids == codec.tokenize(delta.text)
+    assert list(delta.ids) == codec.tokenize(delta.text)
 
 
 def test_render_conversation_splices_non_canonical_generated_ids(codec):
@@ -228,7 +228,7 @@ def test_plain_tokenizer_codec_for_text_only_envs():
         "role": "user",
         "content": [{"type": "text", "text": "Solve "}, {"type": "text", "text": "this."}],
     }
-    ids = codec.encode_prompt([first]).ids
+    ids = list(codec.encode_prompt([first]).ids)
     messages = [first]
     for text, eos, obs in turns:
         ids += codec.tokenize(text) + ([codec.end_of_turn_id] if eos else [])
@@ -252,19 +252,19 @@ def test_tokenize_matches_the_tokenizer(codec):
     assert codec.tokenize(text) == codec.tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
-def test_observation_deltas_are_cached_by_content_and_handed_out_as_copies(codec):
+def test_observation_deltas_are_cached_by_content_and_immutable(codec):
     first = Observation(text="state A", images=[noise_image(7, 56, 56)])
     same = Observation(text="state A", images=[noise_image(7, 56, 56)])  # equal content, new objects
     other = Observation(text="state B", images=[noise_image(7, 56, 56)])
     a = codec.encode_observation(user(first), ended_with_eos=True)
     entries = len(codec._deltas)
-    a.ids.append(-1)  # a caller mutating its copy must not change the cache
+    assert isinstance(a.ids, tuple) and isinstance(a.engine_ids, tuple)  # shared, so never mutable
     b = codec.encode_observation(user(same), ended_with_eos=True)
-    assert len(codec._deltas) == entries and b.ids == a.ids[:-1]
+    assert len(codec._deltas) == entries and b.ids == a.ids
     c = codec.encode_observation(user(other), ended_with_eos=True)
     d = codec.encode_observation(user(first), ended_with_eos=False)
     assert len(codec._deltas) == entries + 2
-    assert c.ids != b.ids and d.ids == [codec.end_of_turn_id, *b.ids]
+    assert c.ids != b.ids and d.ids == (codec.end_of_turn_id, *b.ids)
 
 
 def test_an_evicted_image_still_held_by_a_trajectory_is_found_without_the_processor(processor):

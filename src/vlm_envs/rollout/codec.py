@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from PIL import Image
 
-from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor
+from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor, stack_pixel_values
 
 # Qwen-VL special token names (Qwen2-VL / Qwen2.5-VL / Qwen3-VL tokenizers).
 IMAGE_TOKEN = "<|image_pad|>"
@@ -49,10 +49,13 @@ class Encoded:
 
     ``ids`` are the training ids (each image expanded to ``num_tokens`` pad tokens); ``engine_ids``
     are the same with one unexpanded pad token per image, for engines that expand images themselves.
+    Ids are tuples: immutable, so cached encodings are shared safely, and out of the garbage
+    collector's way (a tuple of ints is untracked; a list of ints costs every full collection a
+    cache miss per element).
     """
 
-    ids: list[int]
-    engine_ids: list[int]
+    ids: tuple[int, ...]
+    engine_ids: tuple[int, ...]
     images: list[ProcessedImage]
     text: str
 
@@ -64,7 +67,7 @@ class Encoded:
     @property
     def pixel_values(self) -> torch.Tensor | None:
         """Processor pixel rows of all images, concatenated in order (``None`` without images)."""
-        return torch.cat([p.pixel_values for p in self.images]) if self.images else None
+        return stack_pixel_values(self.images) if self.images else None
 
     @property
     def image_grid_thw(self) -> torch.Tensor | None:
@@ -210,7 +213,7 @@ class ChatCodec:
                 self._deltas[key] = cached
                 while len(self._deltas) > DELTA_CACHE_ENTRIES:
                     self._deltas.popitem(last=False)
-        return dataclasses.replace(cached, ids=list(cached.ids), engine_ids=list(cached.engine_ids))
+        return cached
 
     def _encode_delta(
         self, message: Mapping[str, Any], processed: list[ProcessedImage], ended_with_eos: bool
@@ -223,9 +226,9 @@ class ChatCodec:
         ]
         text = self.render(ref, add_generation_prompt=True)
         delta = text[text.index(_REF_ASSISTANT) + len(_REF_ASSISTANT) :]
-        ids = self.tokenize(delta)
+        ids = tuple(self.tokenize(delta))
         encoded = Encoded(ids=self._expand(ids, processed), engine_ids=ids, images=processed, text=delta)
-        if encoded.ids[:1] != [self.end_of_turn_id]:
+        if encoded.ids[:1] != (self.end_of_turn_id,):
             raise CodecError("the template does not close the assistant turn with its end-of-turn token")
         if not ended_with_eos:
             return encoded
@@ -252,7 +255,7 @@ class ChatCodec:
         all_images = self._collect_images(messages, images)
         if assistant_token_ids is None:
             text = self.render(messages, add_generation_prompt)
-            return self._encode_text(text, all_images).ids
+            return list(self._encode_text(text, all_images).ids)
         spliced, k = [], 0
         for m in messages:
             if m["role"] == "assistant":
@@ -269,7 +272,7 @@ class ChatCodec:
             ids += self.tokenize(before)
             ids += list(assistant_token_ids[i])
         ids += self.tokenize(rest)
-        return self._expand(ids, [self.process_image(im) for im in all_images])
+        return list(self._expand(ids, [self.process_image(im) for im in all_images]))
 
     def _collect_images(
         self, messages: Sequence[Mapping[str, Any]], images: Sequence[Image.Image] | None
@@ -291,11 +294,11 @@ class ChatCodec:
         return found  # type: ignore[return-value]
 
     def _encode_text(self, text: str, images: list[Image.Image]) -> Encoded:
-        ids = self.tokenize(text)
+        ids = tuple(self.tokenize(text))
         processed = [self.process_image(im) for im in images]
         return Encoded(ids=self._expand(ids, processed), engine_ids=ids, images=processed, text=text)
 
-    def _expand(self, ids: list[int], images: list[ProcessedImage]) -> list[int]:
+    def _expand(self, ids: Sequence[int], images: list[ProcessedImage]) -> tuple[int, ...]:
         """``ids`` with each image token replaced by its image's pad tokens (counts checked)."""
         positions = [i for i, t in enumerate(ids) if t in self.special_image_ids]
         image_positions = [i for i in positions if ids[i] == self.image_token_id]
@@ -305,7 +308,7 @@ class ChatCodec:
                 f"tokens for {len(images)} images: text must not contain vision special tokens itself"
             )
         if not images:
-            return ids
+            return tuple(ids)
         out: list[int] = []
         start = 0
         for pos, image in zip(image_positions, images, strict=True):
@@ -313,7 +316,7 @@ class ChatCodec:
             out += [ids[pos]] * image.num_tokens
             start = pos + 1
         out += ids[start:]
-        return out
+        return tuple(out)
 
     def _find_end_of_turn(self) -> int:
         """The token the template closes an assistant turn with (``<|im_end|>`` for Qwen)."""

@@ -16,7 +16,7 @@ import functools
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from vlm_envs.protocol import Env, Observation, StepInfo
@@ -72,6 +72,26 @@ def rollout_executor() -> ThreadPoolExecutor:
         return _shared
 
 
+class InlineExecutor(Executor):
+    """Runs the CPU work on the event loop's own thread, with no handoff.
+
+    For processes whose loop serves only episodes (the workers of
+    :class:`~vlm_envs.rollout.workers.EpisodeWorkers`), where a thread hop costs more than it gives.
+    """
+
+    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
+        future: Future[T] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as err:  # handed to the caller through the future, as an executor does
+            future.set_exception(err)
+        return future
+
+
+#: Runs env steps and encoding inline (see :class:`InlineExecutor`).
+INLINE = InlineExecutor()
+
+
 @dataclasses.dataclass
 class _Observed:
     """The env's answer to one response and, unless the episode ends, its encoding."""
@@ -117,6 +137,8 @@ class _Episode:
         self.traj: Trajectory | None = None
 
     async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        if isinstance(self.executor, InlineExecutor):
+            return fn(*args)
         return await asyncio.get_running_loop().run_in_executor(self.executor, functools.partial(fn, *args))
 
     async def _env_reset(self, seed: int | None) -> tuple[Observation, dict[str, Any]]:
@@ -207,7 +229,7 @@ class _Episode:
         delta = seen.delta
         if len(delta.ids) >= self._budget():  # the observation and at least one generated token
             raise _Stop(Status.TRUNCATED)
-        self._append(Segment(tuple(delta.ids), None, trainable=False), delta.engine_ids)
+        self._append(Segment(delta.ids, None, trainable=False), delta.engine_ids)
         self._add_images(delta.images, seen.uris)
         record.observation_tokens = len(delta.ids)
         traj.messages.append(seen.message)
@@ -256,7 +278,8 @@ async def run_episode(
     ``sampling_params`` are SGLang's (copied, never changed); ``max_new_tokens`` is lowered to fit
     the budget and the codec's end-of-turn ids are added to ``stop_token_ids``. ``should_abort``
     is polled before each generation (slime's abort flag). CPU work runs on ``executor`` (default:
-    :func:`rollout_executor`); an env that overrides ``areset``/``astep`` runs its own way.
+    :func:`rollout_executor`; :data:`INLINE` runs it on the loop's thread); an env that overrides
+    ``areset``/``astep`` runs its own way.
     """
     config = config or EpisodeConfig()
     executor = executor or rollout_executor()
@@ -264,14 +287,7 @@ async def run_episode(
     try:
         traj = await episode.start(seed)
     except Exception as err:  # an env's reset, the engine or the codec may fail; the trainer must not
-        empty = Encoded(ids=[], engine_ids=[], images=[], text="")
-        return Trajectory(
-            prompt=empty,
-            messages=[],
-            status=Status.FAILED,
-            error=_describe("reset", err),
-            reward=config.failure_reward,
-        )
+        return Trajectory.failed(_describe("reset", err), config.failure_reward)
     status, error = Status.TRUNCATED, None
     try:
         for index in range(config.max_turns):

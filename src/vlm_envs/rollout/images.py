@@ -8,15 +8,15 @@ revisited frame (Sokoban revisits states often) cost one hash.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import math
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from PIL import Image
 
@@ -27,19 +27,101 @@ class CodecError(ValueError):
     """A conversation, image, processor or template the codec cannot encode faithfully."""
 
 
-@dataclasses.dataclass(frozen=True)
 class ProcessedImage:
     """One image as the model sees it: resized to the processor's grid, and its processor output.
 
-    The tensors are shared through the cache: treat them as read-only.
+    Where the processor's lookup table reproduces it (:class:`LookupPatchifier`), ``pixel_values``
+    are made from the resized image on first use: an image that only goes to the engine, or to
+    another process, costs no float rows (which are 8x its bytes), and a pickle carries only the
+    image. The tensor is shared through the cache: treat it as read-only.
     """
 
-    image: Image.Image
-    pixel_values: torch.Tensor
-    grid_thw: tuple[int, int, int]
-    num_tokens: int
-    #: :func:`image_digest` of ``image`` (the resized one), e.g. for ``image_data_uri(image, key)``.
-    key: str
+    __slots__ = ("__weakref__", "_patchify", "_pixel_values", "grid_thw", "image", "key", "num_tokens")
+
+    def __init__(
+        self,
+        image: Image.Image,
+        grid_thw: tuple[int, int, int],
+        num_tokens: int,
+        key: str,
+        *,
+        pixel_values: torch.Tensor | None = None,
+        patchify: LookupPatchifier | None = None,
+    ) -> None:
+        if pixel_values is None and patchify is None:
+            raise ValueError("give pixel_values, or a patchify that makes them")
+        self.image = image
+        self.grid_thw = grid_thw
+        self.num_tokens = num_tokens
+        #: :func:`image_digest` of ``image`` (the resized one), e.g. for ``image_data_uri(image, key)``.
+        self.key = key
+        self._pixel_values = pixel_values
+        self._patchify = patchify
+
+    @property
+    def pixel_values(self) -> torch.Tensor:
+        """``(prod(grid_thw), channels * temporal * patch * patch)`` float rows, as the processor gives."""
+        if self._pixel_values is None:  # two threads may both make them: equal results, no harm
+            self._pixel_values = torch.from_numpy(self._patchify(self.image))  # type: ignore[misc]
+        return self._pixel_values
+
+    @property
+    def row_length(self) -> int:
+        """Floats per row of ``pixel_values``."""
+        if self._patchify is not None:
+            return self._patchify.row_length
+        return int(self._pixel_values.shape[1])  # type: ignore[union-attr]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of ``pixel_values``, made or not."""
+        return math.prod(self.grid_thw) * self.row_length * 4
+
+    def write_pixel_values(self, out: np.ndarray) -> None:
+        """Write ``pixel_values`` into ``out`` (float32, their shape) without keeping a copy here."""
+        if self._pixel_values is None:
+            self._patchify(self.image, out=out)  # type: ignore[misc]
+        else:
+            out[...] = self._pixel_values.numpy()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {name: getattr(self, name) for name in self.__slots__ if name != "__weakref__"}
+        if self._patchify is not None:
+            state["_pixel_values"] = None  # made again on the other side: the image is 8x smaller
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"ProcessedImage(size={self.image.size}, grid_thw={self.grid_thw}, key={self.key[:12]!r})"
+
+
+def stack_pixel_values(images: Sequence[ProcessedImage]) -> torch.Tensor:
+    """The images' ``pixel_values`` rows, concatenated in order, written once into one array.
+
+    Rows made from a lookup table go straight to their place, and a repeated image is copied from
+    its first place: no per-image arrays (on a virtual machine, fresh memory costs more in page
+    faults than the arithmetic), and no ``torch.cat``, which would wake torch's intra-op threads
+    to contend for the cores the rollout needs.
+    """
+    widths = {p.row_length for p in images}
+    if len(widths) != 1:
+        raise ValueError(f"images of different row lengths {sorted(widths)} cannot be stacked")
+    rows = [math.prod(p.grid_thw) for p in images]
+    out = np.empty((sum(rows), widths.pop()), dtype=np.float32)
+    placed: dict[int, slice] = {}
+    start = 0
+    for image, n in zip(images, rows, strict=True):
+        here = slice(start, start + n)
+        if id(image) in placed:
+            out[here] = out[placed[id(image)]]
+        else:
+            image.write_pixel_values(out[here])
+            placed[id(image)] = here
+        start += n
+    return torch.from_numpy(out)
 
 
 def image_digest(image: Image.Image) -> str:
@@ -100,8 +182,7 @@ class _ByteLRU:
             return item
 
     def put(self, key: str, item: ProcessedImage) -> None:
-        size = item.pixel_values.nbytes
-        if size > self.max_bytes:
+        if item.nbytes > self.max_bytes:
             return
         with self._lock:
             self._insert(key, item)
@@ -109,13 +190,13 @@ class _ByteLRU:
     def _insert(self, key: str, item: ProcessedImage) -> None:
         old = self._items.pop(key, None)
         if old is not None:
-            self._bytes -= old.pixel_values.nbytes
+            self._bytes -= old.nbytes
         self._items[key] = item
         self._alive[key] = item
-        self._bytes += item.pixel_values.nbytes
+        self._bytes += item.nbytes
         while self._bytes > self.max_bytes:
             _, evicted = self._items.popitem(last=False)
-            self._bytes -= evicted.pixel_values.nbytes
+            self._bytes -= evicted.nbytes
 
 
 class VisionPreprocessor:
@@ -152,33 +233,31 @@ class VisionPreprocessor:
 
     def process(self, image: Image.Image) -> ProcessedImage:
         """``image`` resized to its target size and run through the processor; cached by content."""
-        key = image_digest(image)
-        cached = self._cache.get(key)
+        source_key = image_digest(image)
+        cached = self._cache.get(source_key)
         if cached is not None:
             return cached
         rgb = image if image.mode == "RGB" else image.convert("RGB")
         size = self.target_size(*rgb.size)
         if rgb.size != size:
             rgb = rgb.resize(size, self._resample)
+        key = source_key if rgb is image else image_digest(rgb)
         if self.lookup is not None:
-            pixel_values = torch.from_numpy(self.lookup(rgb))
             grid = (1, size[1] // self.patch_size, size[0] // self.patch_size)
+            item = ProcessedImage(rgb, grid, self._num_tokens(grid), key, patchify=self.lookup)
         else:
             out = self.image_processor(images=[rgb], return_tensors="pt")
-            pixel_values, grid = out["pixel_values"], tuple(int(x) for x in out["image_grid_thw"][0])
-        if grid[1] * self.patch_size != size[1] or grid[2] * self.patch_size != size[0]:
-            raise CodecError(
-                f"processor grid {grid} does not match the target size {size} (patch {self.patch_size})"
-            )
-        item = ProcessedImage(
-            image=rgb,
-            pixel_values=pixel_values,
-            grid_thw=grid,  # type: ignore[arg-type]
-            num_tokens=math.prod(grid) // self.merge_size**2,
-            key=key if rgb is image else image_digest(rgb),
-        )
-        self._cache.put(key, item)
+            grid = tuple(int(x) for x in out["image_grid_thw"][0])  # type: ignore[assignment]
+            if grid[1] * self.patch_size != size[1] or grid[2] * self.patch_size != size[0]:
+                raise CodecError(
+                    f"processor grid {grid} does not match the target size {size} (patch {self.patch_size})"
+                )
+            item = ProcessedImage(rgb, grid, self._num_tokens(grid), key, pixel_values=out["pixel_values"])
+        self._cache.put(source_key, item)
         return item
+
+    def _num_tokens(self, grid: tuple[int, int, int]) -> int:
+        return math.prod(grid) // self.merge_size**2
 
     @property
     def cache_stats(self) -> tuple[int, int]:

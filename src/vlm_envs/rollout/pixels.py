@@ -58,8 +58,16 @@ class LookupPatchifier:
                 return False
         return True
 
-    def __call__(self, image: Image.Image) -> np.ndarray:
-        """``(grid_h * grid_w, 3 * temporal * patch * patch)`` float32 rows, in the processor's order."""
+    @property
+    def row_length(self) -> int:
+        """Floats per row: channels * temporal * patch * patch."""
+        return 3 * self.temporal_patch_size * self.patch_size**2
+
+    def __call__(self, image: Image.Image, out: np.ndarray | None = None) -> np.ndarray:
+        """``(grid_h * grid_w, 3 * temporal * patch * patch)`` float32 rows, in the processor's order.
+
+        With ``out`` (a C-contiguous float32 array of that shape) the rows are written there.
+        """
         pixels = np.asarray(image.convert("RGB") if image.mode != "RGB" else image)
         height, width, _ = pixels.shape
         p, m, t = self.patch_size, self.merge_size, self.temporal_patch_size
@@ -67,4 +75,7 @@ class LookupPatchifier:
         chw = np.stack([self.table[c][pixels[:, :, c]] for c in range(3)])
         patches = chw.reshape(3, grid_h // m, m, p, grid_w // m, m, p).transpose(1, 4, 2, 5, 0, 3, 6)
         patches = np.broadcast_to(patches[:, :, :, :, :, None], (*patches.shape[:5], t, p, p))
-        return patches.reshape(grid_h * grid_w, 3 * t * p * p)
+        if out is None:
+            return patches.reshape(grid_h * grid_w, 3 * t * p * p)
+        np.copyto(out.reshape(patches.shape), patches)
+        return out

@@ -15,6 +15,7 @@ import torch
 
 from vlm_envs.protocol import Observation
 from vlm_envs.rollout.codec import ChatCodec, Encoded, ProcessedImage
+from vlm_envs.rollout.images import stack_pixel_values
 
 
 class Status(str, enum.Enum):
@@ -77,10 +78,17 @@ class Trajectory:
     reset_info: dict[str, Any] = dataclasses.field(default_factory=dict)
     template_check: TemplateCheck | None = None
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
+    _train_inputs: dict[str, torch.Tensor] | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def failed(cls, error: str, reward: float = 0.0) -> Trajectory:
+        """A FAILED episode that produced no tokens (it never got past its env or its worker)."""
+        empty = Encoded(ids=(), engine_ids=(), images=[], text="")
+        return cls(prompt=empty, messages=[], status=Status.FAILED, error=error, reward=reward)
 
     @property
     def prompt_ids(self) -> list[int]:
-        return self.prompt.ids
+        return list(self.prompt.ids)
 
     @property
     def response_ids(self) -> list[int]:
@@ -89,7 +97,7 @@ class Trajectory:
     @property
     def tokens(self) -> list[int]:
         """Prompt ids + response ids, images expanded."""
-        return self.prompt.ids + self.response_ids
+        return [*self.prompt.ids, *self.response_ids]
 
     @property
     def response_length(self) -> int:
@@ -106,13 +114,21 @@ class Trajectory:
         return [lp for seg in self.segments for lp in (seg.log_probs or [0.0] * len(seg.ids))]
 
     def train_inputs(self) -> dict[str, torch.Tensor]:
-        """``pixel_values`` and ``image_grid_thw`` of all images in token order, or ``{}``."""
-        if not self.images:
-            return {}
-        return {
-            "pixel_values": torch.cat([im.pixel_values for im in self.images]),
-            "image_grid_thw": torch.tensor([im.grid_thw for im in self.images], dtype=torch.long),
-        }
+        """``pixel_values`` and ``image_grid_thw`` of all images in token order, or ``{}``.
+
+        Made on the first call and kept (the episode is over): call it once off the event loop
+        (``run_in_executor``) and later calls cost nothing there.
+        """
+        if self._train_inputs is None:
+            self._train_inputs = (
+                {
+                    "pixel_values": stack_pixel_values(self.images),
+                    "image_grid_thw": torch.tensor([im.grid_thw for im in self.images], dtype=torch.long),
+                }
+                if self.images
+                else {}
+            )
+        return self._train_inputs
 
 
 def check_against_template(traj: Trajectory, codec: ChatCodec) -> TemplateCheck:

@@ -1,4 +1,5 @@
-"""Offline test doubles that are real parts: a tiny Qwen-VL processor and model, and an SGLang-style server.
+"""Offline test doubles that are real parts: a tiny Qwen-VL processor and model, an SGLang-style
+server, and a scripted engine for overhead measurements.
 
 Needs the ``rollout`` extra (torch, transformers, aiohttp); nothing here touches the network.
 """
@@ -10,6 +11,7 @@ from vlm_envs.testing.models import (
     build_tiny_qwen2_vl,
     build_tiny_qwen3_vl,
 )
+from vlm_envs.testing.scripted import ScriptedEngine
 from vlm_envs.testing.server import Fault, ServerProcess, SGLangTestServer, build_test_engine
 from vlm_envs.testing.templates import DEFAULT_SYSTEM_PROMPT, QWEN2_VL_TEMPLATE, QWEN3_VL_TEMPLATE
 from vlm_envs.testing.tokenizer import build_tiny_tokenizer
@@ -23,6 +25,7 @@ __all__ = [
     "ModelInputs",
     "SGLangTestServer",
     "SamplingParams",
+    "ScriptedEngine",
     "ServerProcess",
     "TinyEngine",
     "TinySize",

@@ -1,0 +1,420 @@
+"""Episodes in worker processes: the rollout's CPU work on every core, not on one.
+
+The per-turn work of an episode (env step, chat template, image processing, payload encoding) holds
+Python's GIL, so one process tops out near one core however many episodes wait on the engine.
+:class:`EpisodeWorkers` starts ``processes`` spawned workers, each with its own event loop, codec
+and engine client, and plays whole episodes there with the env steps inline on the worker's loop:
+one message out per episode (what to play) and one back (the finished :class:`Trajectory`,
+tensors as raw buffers). The caller's event loop only waits, so it stays responsive.
+
+A worker that dies fails its running episodes (FAILED, with the exit code) and is started again
+for the next ones; a worker that cannot even start (its codec or engine fails to build) fails every
+episode at once with that error instead of restarting in a loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import gc
+import io
+import itertools
+import multiprocessing
+import pickle
+import queue
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from multiprocessing.connection import Connection
+from typing import Any
+
+import torch
+
+from vlm_envs.registry import build_env
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.engines import Engine
+from vlm_envs.rollout.episode import INLINE, EpisodeConfig, run_episode
+from vlm_envs.rollout.trajectory import Trajectory
+
+#: How often the callers' abort flags are polled while episodes run in workers (seconds).
+ABORT_POLL_S = 0.05
+#: How long :meth:`EpisodeWorkers.close` waits for a worker to stop before killing it (seconds).
+STOP_TIMEOUT_S = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class EpisodeJob:
+    """What to play: the env (entry-point name or module path), its build inputs, and the episode."""
+
+    env: str
+    env_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: The trainer's sample, handed to the env factory (slime envs read their task from it).
+    sample: Any = None
+    seed: int | None = None
+    config: EpisodeConfig = dataclasses.field(default_factory=EpisodeConfig)
+    sampling_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class _WorkerSpec:
+    """Everything a worker builds itself from (pickled once, at its start)."""
+
+    processor: Any
+    make_engine: Callable[[], Engine]
+    args: Any
+    chat_template: str | None
+    cache_bytes: int
+
+
+class EpisodeWorkers:
+    """Plays episodes in ``processes`` worker processes; :meth:`run` is the async entry point.
+
+    ``processor`` is what :class:`ChatCodec` takes (a Qwen-VL processor or a tokenizer); it is
+    pickled to each worker once. ``make_engine`` is called once in each worker to build its engine
+    client and must be picklable (``functools.partial(SGLangEngine, url)``). ``args`` (slime's) is
+    handed to every env factory. Workers start on the first :meth:`run`, or at :meth:`start`.
+    """
+
+    def __init__(
+        self,
+        processes: int,
+        processor: Any,
+        make_engine: Callable[[], Engine],
+        *,
+        args: Any = None,
+        chat_template: str | None = None,
+        cache_bytes: int = 256 << 20,
+    ) -> None:
+        if processes < 1:
+            raise ValueError(f"processes must be >= 1, got {processes}")
+        self._spec = _WorkerSpec(processor, make_engine, args, chat_template, cache_bytes)
+        self._ctx = multiprocessing.get_context("spawn")  # safe with threads, torch and a running loop
+        self._workers: list[_Worker | None] = [None] * processes
+        self._lock = threading.Lock()
+        self._ids = itertools.count()
+        self._watched: dict[int, tuple[_Worker, Callable[[], bool]]] = {}
+        self._watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._broken: str | None = None
+
+    @property
+    def processes(self) -> int:
+        return len(self._workers)
+
+    def start(self) -> None:
+        """Start every worker now (they build their codec and engine while the caller goes on)."""
+        with self._lock:
+            for index in range(len(self._workers)):
+                self._alive_worker(index)
+
+    async def run(self, job: EpisodeJob, should_abort: Callable[[], bool] | None = None) -> Trajectory:
+        """Play ``job`` in a worker; never raises for env, engine, codec or worker failures."""
+        if self._broken is not None:
+            return Trajectory.failed(self._broken, job.config.failure_reward)
+        job_id = next(self._ids)
+        loop = asyncio.get_running_loop()
+        try:
+            with self._lock:
+                worker = self._least_busy()
+                future = worker.submit(job_id, job, loop)
+        except Exception as err:  # a worker that cannot start or take the job fails this episode only
+            return Trajectory.failed(f"worker: {type(err).__name__}: {err}", job.config.failure_reward)
+        if should_abort is not None:
+            self._watched[job_id] = (worker, should_abort)
+            self._watch(loop)
+        try:
+            return await future
+        finally:
+            self._watched.pop(job_id, None)
+
+    def close(self) -> None:
+        """Stop the workers; running episodes end FAILED. A later :meth:`run` starts them again."""
+        with self._lock:
+            workers, self._workers = self._workers, [None] * len(self._workers)
+        for worker in workers:
+            if worker is not None:
+                worker.close()
+
+    def __enter__(self) -> EpisodeWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- internals --------------------------------------------------------------------------------
+
+    def _least_busy(self) -> _Worker:
+        index = min(range(len(self._workers)), key=lambda i: self._load(i))
+        return self._alive_worker(index)
+
+    def _load(self, index: int) -> int:
+        worker = self._workers[index]
+        return len(worker.pending) if worker is not None and worker.alive else 0
+
+    def _alive_worker(self, index: int) -> _Worker:
+        worker = self._workers[index]
+        if worker is None or not worker.alive:
+            worker = _Worker(self._ctx, self._spec, on_fatal=self._on_fatal)
+            self._workers[index] = worker
+        return worker
+
+    def _on_fatal(self, error: str) -> None:
+        self._broken = f"worker: {error}"
+
+    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        task = self._watchers.get(loop)
+        if task is None or task.done():
+            self._watchers[loop] = loop.create_task(self._poll_aborts())
+
+    async def _poll_aborts(self) -> None:
+        """One task polls every caller's abort flag (each distinct flag once per tick)."""
+        while self._watched:
+            await asyncio.sleep(ABORT_POLL_S)
+            flags: dict[int, bool] = {}
+            for job_id, (worker, should_abort) in list(self._watched.items()):
+                key = id(should_abort)
+                if key not in flags:
+                    try:
+                        flags[key] = bool(should_abort())
+                    except Exception:  # a broken flag does not abort anything
+                        flags[key] = False
+                if flags[key]:
+                    worker.abort(job_id)
+                    self._watched.pop(job_id, None)
+
+
+class _Pending:
+    __slots__ = ("future", "loop")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future) -> None:
+        self.loop, self.future = loop, future
+
+
+class _Worker:
+    """One worker process, the caller-side thread that writes to it and the one that reads from it."""
+
+    def __init__(self, ctx: Any, spec: _WorkerSpec, on_fatal: Callable[[str], None]) -> None:
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(
+            target=_worker_main, args=(child, spec), daemon=True, name="vlm-envs-episode-worker"
+        )
+        self.process.start()
+        child.close()
+        self.pending: dict[int, _Pending] = {}
+        self.lock = threading.Lock()
+        self.on_fatal = on_fatal
+        self.closing = False
+        self.sender = _Sender(self.conn)
+        self.reader = threading.Thread(target=self._read, daemon=True, name="vlm-envs-worker-reader")
+        self.reader.start()
+
+    @property
+    def alive(self) -> bool:
+        return self.reader.is_alive()
+
+    def submit(self, job_id: int, job: EpisodeJob, loop: asyncio.AbstractEventLoop) -> asyncio.Future:
+        data = pickle.dumps(("run", job_id, job), protocol=5)  # an unpicklable job fails here, at once
+        future = loop.create_future()
+        with self.lock:
+            self.pending[job_id] = _Pending(loop, future)
+        self.sender.put(data)
+        return future
+
+    def abort(self, job_id: int) -> None:
+        if job_id in self.pending:
+            self.sender.put(pickle.dumps(("abort", job_id, None)))
+
+    def _read(self) -> None:
+        reason, ready = "the worker process ended", False
+        try:
+            while True:
+                kind, job_id, payload = pickle.loads(self.conn.recv_bytes())
+                if kind == "done":
+                    self._settle(job_id, payload)
+                elif kind == "ready":
+                    ready = True
+                elif kind == "fatal":
+                    reason = f"the worker could not start: {payload}"
+        except (EOFError, OSError):
+            pass
+        except Exception as err:  # a reply that cannot be read: this worker is no longer trusted
+            reason = f"unreadable reply from the worker: {type(err).__name__}: {err}"
+            self.process.kill()
+        self.process.join(timeout=STOP_TIMEOUT_S)
+        code = self.process.exitcode
+        if not ready and not self.closing:  # starting it again would fail the same way
+            self.on_fatal(f"{reason} (exit code {code})")
+        with self.lock:
+            orphans, self.pending = self.pending, {}
+        for entry in orphans.values():
+            _resolve(entry, Trajectory.failed(f"worker: {reason} (exit code {code})"))
+
+    def _settle(self, job_id: int, traj: Trajectory) -> None:
+        with self.lock:
+            entry = self.pending.pop(job_id, None)
+        if entry is not None:
+            try:  # the training tensors, made here rather than on the caller's loop
+                traj.train_inputs()
+            except Exception as err:  # e.g. out of memory: the episode fails, the caller goes on
+                traj = Trajectory.failed(f"worker: training tensors: {type(err).__name__}: {err}")
+            _resolve(entry, traj)
+
+    def close(self) -> None:
+        self.closing = True
+        self.sender.put(pickle.dumps(("stop", 0, None)))
+        self.sender.close()
+        self.process.join(timeout=STOP_TIMEOUT_S)
+        if self.process.is_alive():
+            self.process.kill()
+        self.reader.join(timeout=STOP_TIMEOUT_S)
+        self.conn.close()
+
+
+class _Sender:
+    """Writes messages on its own thread, so a peer slow to read never blocks an event loop."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="vlm-envs-worker-sender")
+        self.thread.start()
+
+    def put(self, data: bytes) -> None:
+        self.outbox.put(data)
+
+    def close(self) -> None:
+        """Send what is queued, then stop."""
+        self.outbox.put(None)
+        self.thread.join(timeout=STOP_TIMEOUT_S)
+
+    def _run(self) -> None:
+        while (data := self.outbox.get()) is not None:
+            try:
+                self.conn.send_bytes(data)
+            except (OSError, ValueError):  # the peer is gone; its reader reports why
+                return
+
+
+def _resolve(entry: _Pending, traj: Trajectory) -> None:
+    def settle() -> None:
+        if not entry.future.done():
+            entry.future.set_result(traj)
+
+    with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody is waiting
+        entry.loop.call_soon_threadsafe(settle)
+
+
+# ---- the worker process ---------------------------------------------------------------------------
+
+
+class _BufferPickler(pickle.Pickler):
+    """Pickles CPU tensors as numpy buffers (a memcpy) instead of torch's ``torch.save`` path."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is torch.Tensor and obj.device.type == "cpu" and not obj.requires_grad:
+            try:
+                return torch.from_numpy, (obj.numpy(),)
+            except (TypeError, RuntimeError):  # a dtype numpy lacks (bfloat16): torch's own way
+                return NotImplemented
+        return NotImplemented
+
+
+def dumps(obj: Any) -> bytes:
+    """``obj`` pickled for the trip from a worker (protocol 5, tensors as buffers)."""
+    buf = io.BytesIO()
+    _BufferPickler(buf, protocol=5).dump(obj)
+    return buf.getvalue()
+
+
+def _worker_main(conn: Connection, spec: _WorkerSpec) -> None:
+    """A worker: build the codec and engine, then play episodes until told to stop."""
+    sender = _Sender(conn)
+    try:
+        codec = ChatCodec(spec.processor, chat_template=spec.chat_template, cache_bytes=spec.cache_bytes)
+        engine = spec.make_engine()
+    except Exception as err:
+        sender.put(dumps(("fatal", 0, f"{type(err).__name__}: {err}")))
+        sender.close()
+        return
+    sender.put(dumps(("ready", 0, None)))
+    # This process is ours: what it holds now (torch, transformers, the processor) lives as long as
+    # it does, so full collections need not walk it with hundreds of episodes in flight.
+    gc.collect()
+    gc.freeze()
+    try:
+        asyncio.run(_serve(conn, codec, engine, spec.args, sender))
+    finally:
+        sender.close()
+
+
+async def _serve(conn: Connection, codec: ChatCodec, engine: Engine, args: Any, sender: _Sender) -> None:
+    loop = asyncio.get_running_loop()
+    stopped = loop.create_future()
+    aborted: set[int] = set()
+    tasks: set[asyncio.Task] = set()
+
+    async def play(job_id: int, job: EpisodeJob) -> None:
+        traj = await _play(job_id, job, codec, engine, args, aborted)
+        aborted.discard(job_id)
+        try:
+            data = dumps(("done", job_id, traj))
+        except Exception as err:  # e.g. an env that put an unpicklable object in its info
+            error = f"worker: the trajectory cannot be sent back: {type(err).__name__}: {err}"
+            data = dumps(("done", job_id, Trajectory.failed(error, job.config.failure_reward)))
+        sender.put(data)
+
+    def on_readable() -> None:
+        try:
+            while conn.poll():  # take every waiting message: the caller may have sent a thousand
+                kind, job_id, job = pickle.loads(conn.recv_bytes())
+                if kind == "run":
+                    task = loop.create_task(play(job_id, job))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                elif kind == "abort":
+                    aborted.add(job_id)
+                else:
+                    break
+            else:
+                return
+        except (EOFError, OSError):
+            pass
+        if not stopped.done():  # told to stop, or the caller is gone
+            stopped.set_result(None)
+
+    loop.add_reader(conn.fileno(), on_readable)
+    try:
+        await stopped
+    finally:
+        loop.remove_reader(conn.fileno())
+        for task in tasks:
+            task.cancel()
+        close = getattr(engine, "close", None)
+        if close is not None and asyncio.iscoroutinefunction(close):
+            with contextlib.suppress(Exception):
+                await close()
+
+
+async def _play(
+    job_id: int, job: EpisodeJob, codec: ChatCodec, engine: Engine, args: Any, aborted: set[int]
+) -> Trajectory:
+    try:
+        env = build_env(job.env, sample=job.sample, args=args, **job.env_config)
+    except Exception as err:  # an unknown env or a bad config fails this episode only
+        return Trajectory.failed(f"env: {type(err).__name__}: {err}", job.config.failure_reward)
+    try:
+        return await run_episode(
+            env,
+            engine,
+            codec,
+            seed=job.seed,
+            config=job.config,
+            sampling_params=job.sampling_params,
+            should_abort=lambda: job_id in aborted,
+            executor=INLINE,
+        )
+    finally:
+        with contextlib.suppress(Exception):  # an env that fails to close must not lose the episode
+            env.close()
