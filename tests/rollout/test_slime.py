@@ -194,3 +194,36 @@ def test_a_sample_that_refuses_the_data_fails_cleanly(served):
     assert "refused" in sample.metadata["vlm_envs"]["error"]
     assert sample.response_length == len(sample.loss_mask) == len(sample.rollout_log_probs) == 0
     assert codec.decode(sample.tokens, skip_special_tokens=False).endswith("<|im_start|>assistant\n")
+
+
+def test_worker_processes_fill_the_same_sample(served):
+    """``vlm_envs_workers: 2`` in the YAML: episodes play in worker processes, the Sample is the same."""
+    server, _ = served
+    base = dict(rollout_interaction_env_path="sokoban", max_turns=3)
+    filled = []
+    for workers in (0, 2):
+        GenerateState.forget()
+        args = make_args(server, **base, vlm_envs_workers=workers)
+        sample = Sample(
+            index=7, group_index=11, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}}
+        )
+        filled.append(run(args, sample))
+    local, remote = filled
+    assert remote.metadata["vlm_envs"]["error"] == local.metadata["vlm_envs"]["error"]
+    for name in ("tokens", "response", "response_length", "loss_mask", "status", "reward"):
+        assert getattr(remote, name) == getattr(local, name), name
+    assert remote.rollout_log_probs == pytest.approx(local.rollout_log_probs, abs=1e-6)
+    for key in ("pixel_values", "image_grid_thw"):
+        assert torch.equal(remote.multimodal_train_inputs[key], local.multimodal_train_inputs[key])
+    assert [t["metrics"] for t in remote.metadata["vlm_envs"]["turns"]] == [
+        t["metrics"] for t in local.metadata["vlm_envs"]["turns"]
+    ]
+
+
+def test_a_negative_worker_count_fails_the_sample(served):
+    server, _ = served
+    args = make_args(server, rollout_interaction_env_path="sokoban", vlm_envs_workers=-1)
+    sample = run(args, Sample(index=8))
+    assert (
+        sample.status is Sample.Status.FAILED and "vlm_envs_workers" in sample.metadata["vlm_envs"]["error"]
+    )

@@ -7,6 +7,7 @@ only from the YAML given to ``--custom-config-path``, together with ``max_turns`
 
     rollout_interaction_env_path: vlm_envs.envs.sokoban
     max_turns: 8
+    vlm_envs_workers: 4   # optional: play episodes in 4 worker processes (see EpisodeWorkers)
 
 Filled Sample fields: ``tokens`` (prompt + response, images expanded), ``response``,
 ``response_length``, ``loss_mask`` and ``rollout_log_probs`` (1 / the engine's log prob on generated
@@ -18,15 +19,19 @@ the error if any). This is the only module that knows slime.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from vlm_envs.registry import build_env
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import SGLangEngine
-from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor, run_episode
 from vlm_envs.rollout.trajectory import Status, Trajectory
+from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 
 METADATA_KEY = "vlm_envs"
 DEFAULT_MAX_TURNS = 8
@@ -46,6 +51,8 @@ class HookConfig:
     episode: EpisodeConfig
     set_reward: bool
     url: str
+    #: Worker processes to play episodes in (``vlm_envs_workers``); 0 plays them on slime's loop.
+    workers: int = 0
 
 
 def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> HookConfig:
@@ -68,15 +75,23 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
     host, port = getattr(args, "sglang_router_ip", "127.0.0.1"), getattr(args, "sglang_router_port", 30000)
     url = f"http://{host}:{port}"
     set_reward = bool(getattr(args, "vlm_envs_set_reward", True))
-    return HookConfig(env=str(env), seed=seed, episode=episode, set_reward=set_reward, url=url)
+    workers = int(getattr(args, "vlm_envs_workers", 0) or 0)
+    if workers < 0:
+        raise ValueError(f"vlm_envs_workers must be >= 0, got {workers}")
+    return HookConfig(
+        env=str(env), seed=seed, episode=episode, set_reward=set_reward, url=url, workers=workers
+    )
 
 
 class _Runtime:
-    """Per-process state: slime's GenerateState (tokenizer, processor, abort flag), codecs, engines."""
+    """Per-process state: slime's GenerateState (tokenizer, processor, abort flag), codecs, engines,
+    worker pools."""
 
     def __init__(self) -> None:
         self.codecs: dict[int, ChatCodec] = {}
         self.engines: dict[str, SGLangEngine] = {}
+        self.pools: dict[tuple[int, str, int], EpisodeWorkers] = {}
+        self.abort_flags: dict[int, Callable[[], bool]] = {}
 
     def generate_state(self, args: Any) -> Any:
         try:
@@ -101,6 +116,24 @@ class _Runtime:
             self.engines[url] = SGLangEngine(url)
         return self.engines[url]
 
+    def pool(self, args: Any, codec: ChatCodec, url: str, processes: int) -> EpisodeWorkers:
+        key = (processes, url, id(codec))
+        if key not in self.pools:
+            source = codec.processor if codec.processor is not None else codec.tokenizer
+            make_engine = functools.partial(SGLangEngine, url)
+            self.pools[key] = EpisodeWorkers(
+                processes, source, make_engine, args=args, chat_template=codec.chat_template
+            )
+        return self.pools[key]
+
+    def abort_flag(self, state: Any) -> Callable[[], bool] | None:
+        """One flag per GenerateState, so a worker pool polls it once per tick for all samples."""
+        if state is None:
+            return None
+        if id(state) not in self.abort_flags:
+            self.abort_flags[id(state)] = lambda: bool(getattr(state, "aborted", False))
+        return self.abort_flags[id(state)]
+
 
 _runtime = _Runtime()
 
@@ -115,33 +148,51 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
         record["env"] = config.env
         state = _runtime.generate_state(args)
         codec = _runtime.codec(args, state)
-        env = build_env(config.env, sample=sample, args=args)
+        env = None if config.workers else build_env(config.env, sample=sample, args=args)
     except Exception as err:  # a missing env, a bad config or an unloadable processor fails this sample only
         return _fail(sample, record, f"{type(err).__name__}: {err}")
+    should_abort = _runtime.abort_flag(state)
     try:
-        traj = await run_episode(
-            env,
-            _runtime.engine(config.url),
-            codec,
-            seed=config.seed,
-            config=config.episode,
-            sampling_params=dict(sampling_params),
-            should_abort=(lambda: bool(getattr(state, "aborted", False))) if state is not None else None,
-        )
+        if env is None:
+            pool = _runtime.pool(args, codec, config.url, config.workers)
+            job = EpisodeJob(
+                env=config.env,
+                sample=sample,
+                seed=config.seed,
+                config=config.episode,
+                sampling_params=dict(sampling_params),
+            )
+            traj = await pool.run(job, should_abort=should_abort)  # tensors made off this loop
+        else:
+            traj = await run_episode(
+                env,
+                _runtime.engine(config.url),
+                codec,
+                seed=config.seed,
+                config=config.episode,
+                sampling_params=dict(sampling_params),
+                should_abort=should_abort,
+            )
+            await asyncio.get_running_loop().run_in_executor(rollout_executor(), traj.train_inputs)
         _fill_sample(args, sample, traj, codec, set_reward=config.set_reward)
     except Exception as err:  # a Sample that refuses the data (slime's own checks) fails this sample only
         return _fail(sample, record, f"filling the sample: {type(err).__name__}: {err}", traj.prompt_ids)
     finally:
-        with contextlib.suppress(Exception):  # an env that fails to close must not take the sample down
-            env.close()
+        if env is not None:
+            with contextlib.suppress(Exception):  # an env that fails to close must not take the sample down
+                env.close()
     record.update(_summary(traj))
     return sample
 
 
 async def close() -> None:
-    """Close the pooled HTTP sessions of this process (call before its event loop ends)."""
+    """Close the pooled HTTP sessions and stop the worker processes of this process (call before
+    its event loop ends)."""
     for engine in _runtime.engines.values():
         await engine.close()
+    pools, _runtime.pools = _runtime.pools, {}
+    for pool in pools.values():
+        await asyncio.get_running_loop().run_in_executor(None, pool.close)
 
 
 async def reward(args: Any, sample: Any, **kwargs: Any) -> float:

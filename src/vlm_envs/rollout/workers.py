@@ -116,8 +116,10 @@ class EpisodeWorkers:
         job_id = next(self._ids)
         loop = asyncio.get_running_loop()
         try:
-            with self._lock:
-                worker = self._least_busy()
+            future = None
+            while future is None:  # a worker that just ended takes nothing; its replacement does
+                with self._lock:
+                    worker = self._least_busy()
                 future = worker.submit(job_id, job, loop)
         except Exception as err:  # a worker that cannot start or take the job fails this episode only
             return Trajectory.failed(f"worker: {type(err).__name__}: {err}", job.config.failure_reward)
@@ -206,18 +208,22 @@ class _Worker:
         self.lock = threading.Lock()
         self.on_fatal = on_fatal
         self.closing = False
+        self.ended = False
         self.sender = _Sender(self.conn)
         self.reader = threading.Thread(target=self._read, daemon=True, name="vlm-envs-worker-reader")
         self.reader.start()
 
     @property
     def alive(self) -> bool:
-        return self.reader.is_alive()
+        return not self.ended
 
-    def submit(self, job_id: int, job: EpisodeJob, loop: asyncio.AbstractEventLoop) -> asyncio.Future:
+    def submit(self, job_id: int, job: EpisodeJob, loop: asyncio.AbstractEventLoop) -> asyncio.Future | None:
+        """The future of the job's trajectory, or ``None`` if this worker has ended."""
         data = pickle.dumps(("run", job_id, job), protocol=5)  # an unpicklable job fails here, at once
         future = loop.create_future()
         with self.lock:
+            if self.ended:
+                return None
             self.pending[job_id] = _Pending(loop, future)
         self.sender.put(data)
         return future
@@ -227,7 +233,7 @@ class _Worker:
             self.sender.put(pickle.dumps(("abort", job_id, None)))
 
     def _read(self) -> None:
-        reason, ready = "the worker process ended", False
+        reason, ready, fatal = "the worker process ended", False, False
         try:
             while True:
                 kind, job_id, payload = pickle.loads(self.conn.recv_bytes())
@@ -236,7 +242,7 @@ class _Worker:
                 elif kind == "ready":
                     ready = True
                 elif kind == "fatal":
-                    reason = f"the worker could not start: {payload}"
+                    reason, fatal = f"the worker could not start: {payload}", True
         except (EOFError, OSError):
             pass
         except Exception as err:  # a reply that cannot be read: this worker is no longer trusted
@@ -244,9 +250,11 @@ class _Worker:
             self.process.kill()
         self.process.join(timeout=STOP_TIMEOUT_S)
         code = self.process.exitcode
-        if not ready and not self.closing:  # starting it again would fail the same way
+        if not ready and not self.closing and (fatal or (code or 0) > 0):
+            # it failed by itself before taking any job (not killed): a new one would fail the same way
             self.on_fatal(f"{reason} (exit code {code})")
-        with self.lock:
+        with self.lock:  # from here on submit() refuses, so no job can be left behind
+            self.ended = True
             orphans, self.pending = self.pending, {}
         for entry in orphans.values():
             _resolve(entry, Trajectory.failed(f"worker: {reason} (exit code {code})"))

@@ -1,0 +1,170 @@
+"""Episodes in worker processes: the same trajectories as on the caller's loop, and failures contained."""
+
+import asyncio
+import functools
+import os
+import pickle
+import signal
+import time
+
+import pytest
+import torch
+from rollout_helpers import assert_trainer_invariants, served_tiny_model
+
+from vlm_envs import build_env
+from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.trajectory import Status
+from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers, dumps
+from vlm_envs.testing import ScriptedEngine
+
+SAMPLING = {"temperature": 1.0}  # the test server seeds sampling by the input ids: reproducible
+SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision"}
+served = pytest.fixture(scope="module")(served_tiny_model)
+
+
+@pytest.fixture(scope="module")
+def pool(served):
+    server, codec = served
+    with EpisodeWorkers(2, codec.processor, functools.partial(SGLangEngine, server.url)) as workers:
+        yield workers
+
+
+def run_jobs(pool, *jobs, should_abort=None):
+    async def main():
+        return await asyncio.gather(*(pool.run(job, should_abort=should_abort) for job in jobs))
+
+    return asyncio.run(main())
+
+
+def test_worker_trajectories_equal_those_played_on_the_callers_loop(served, pool):
+    server, codec = served
+    config = EpisodeConfig(max_turns=3, max_new_tokens=24, check_template=True)
+    jobs = [
+        EpisodeJob("sokoban", SOKOBAN, seed=seed, config=config, sampling_params=SAMPLING)
+        for seed in range(4)
+    ]
+    remote = run_jobs(pool, *jobs)
+
+    async def local(seed):
+        async with SGLangEngine(server.url) as engine:
+            env = build_env("sokoban", **SOKOBAN)
+            return await run_episode(env, engine, codec, seed=seed, config=config, sampling_params=SAMPLING)
+
+    for job, theirs in zip(jobs, remote, strict=True):
+        ours = asyncio.run(local(job.seed))
+        assert theirs.status is ours.status and theirs.error == ours.error  # the random model may end it
+        assert theirs.tokens == ours.tokens and theirs.loss_mask == ours.loss_mask
+        assert theirs.log_probs == pytest.approx(ours.log_probs, abs=1e-6)
+        assert [t.model_text for t in theirs.turns] == [t.model_text for t in ours.turns]
+        assert [t.metrics for t in theirs.turns] == [t.metrics for t in ours.turns]
+        assert theirs.reward == ours.reward and theirs.template_check.ok
+        a, b = theirs.train_inputs(), ours.train_inputs()
+        assert torch.equal(a["pixel_values"], b["pixel_values"])
+        assert torch.equal(a["image_grid_thw"], b["image_grid_thw"])
+        assert_trainer_invariants(theirs, codec)
+
+
+def test_many_episodes_of_two_envs_across_workers_keep_the_invariants(served, pool):
+    _, codec = served
+    config = EpisodeConfig(max_turns=2, max_new_tokens=24)
+    jobs = [
+        EpisodeJob("sokoban" if i % 2 else "geo3k", SOKOBAN if i % 2 else {}, seed=i, config=config)
+        for i in range(12)
+    ]
+    trajs = run_jobs(pool, *jobs)
+    assert all(t.status in (Status.COMPLETED, Status.TRUNCATED) for t in trajs), [t.error for t in trajs]
+    for traj in trajs:
+        assert_trainer_invariants(traj, codec)
+    assert all(t.images for t in trajs[1::2]) and not any(t.images for t in trajs[::2] if not t.turns)
+
+
+def test_an_unknown_env_fails_its_episode_and_the_pool_goes_on(pool):
+    bad, good = run_jobs(
+        pool,
+        EpisodeJob("no-such-env", seed=0),
+        EpisodeJob("sokoban", SOKOBAN, seed=0, config=EpisodeConfig(max_turns=1, max_new_tokens=8)),
+    )
+    assert bad.status is Status.FAILED and "no-such-env" in bad.error and bad.reward == 0.0
+    assert good.status in (Status.COMPLETED, Status.TRUNCATED)
+
+
+def test_a_trajectory_that_cannot_be_pickled_fails_cleanly(pool):
+    """An env whose info holds a lambda: the episode FAILS with the reason instead of hanging."""
+    job = EpisodeJob("toyenvs.unpicklable", seed=0, config=EpisodeConfig(max_turns=1, max_new_tokens=8))
+    (traj,) = run_jobs(pool, job)
+    assert traj.status is Status.FAILED and "cannot be sent back" in traj.error
+
+
+@pytest.fixture
+def scripted(served):
+    """One worker whose engine answers a wall move in 50 ms: long, predictable episodes."""
+    _, codec = served
+    answer = [[*codec.tokenize("<answer>Up</answer>"), codec.end_of_turn_id]]
+    with EpisodeWorkers(1, codec.processor, functools.partial(ScriptedEngine, answer, 0.05)) as workers:
+        (warm,) = run_jobs(workers, EpisodeJob("sokoban", SOKOBAN, seed=0, config=EpisodeConfig(max_turns=1)))
+        assert warm.status is Status.TRUNCATED  # the worker is up
+        yield workers
+
+
+def test_the_callers_abort_flag_aborts_running_episodes(scripted):
+    aborted = False
+    config = EpisodeConfig(max_turns=1000, max_new_tokens=16)
+
+    async def main():
+        nonlocal aborted
+        jobs = [EpisodeJob("sokoban", SOKOBAN, seed=i, config=config) for i in (1, 2)]
+        tasks = [asyncio.ensure_future(scripted.run(job, lambda: aborted)) for job in jobs]
+        await asyncio.sleep(1)  # some turns in
+        aborted = True
+        return await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
+
+    trajs = asyncio.run(main())
+    assert all(t.status is Status.ABORTED and t.error == "aborted by the trainer" for t in trajs)
+    assert all(0 < len(t.turns) < 1000 for t in trajs)
+
+
+def test_a_killed_worker_fails_its_episodes_and_is_replaced(scripted):
+    config = EpisodeConfig(max_turns=1000, max_new_tokens=16)
+
+    async def main():
+        task = asyncio.ensure_future(scripted.run(EpisodeJob("sokoban", SOKOBAN, seed=0, config=config)))
+        await asyncio.sleep(1)  # some turns in
+        (worker,) = scripted._workers
+        os.kill(worker.process.pid, signal.SIGKILL)
+        return await asyncio.wait_for(task, timeout=30)
+
+    killed = asyncio.run(main())
+    assert killed.status is Status.FAILED and "worker process ended (exit code -9)" in killed.error
+    short = EpisodeConfig(max_turns=2, max_new_tokens=16)
+    (again,) = run_jobs(scripted, EpisodeJob("sokoban", SOKOBAN, seed=0, config=short))
+    assert again.status is Status.TRUNCATED and len(again.turns) == 2
+
+
+def test_a_worker_that_cannot_start_fails_every_episode_at_once():
+    """A processor without a chat template: the codec cannot be built in the worker."""
+    from vlm_envs.testing import build_tiny_tokenizer
+
+    tokenizer = build_tiny_tokenizer()
+    tokenizer.chat_template = None
+    with EpisodeWorkers(1, tokenizer, functools.partial(ScriptedEngine, [[0]])) as workers:
+        start = time.monotonic()
+        first = run_jobs(workers, EpisodeJob("sokoban", SOKOBAN, seed=0))[0]
+        (worker,) = workers._workers
+        second = run_jobs(workers, EpisodeJob("sokoban", SOKOBAN, seed=0))[0]
+        assert workers._workers == [worker]  # not started again to fail the same way
+        assert time.monotonic() - start < 60
+    for traj in (first, second):
+        assert traj.status is Status.FAILED and "chat template" in traj.error
+
+
+def test_pickled_images_carry_no_pixel_rows_and_make_the_same_ones(served):
+    _, codec = served
+    env = build_env("sokoban", **SOKOBAN)
+    obs, _ = env.reset(seed=3)
+    processed = codec.process_image(obs.images[0])
+    rows = processed.pixel_values
+    data = dumps(processed)
+    assert len(data) < rows.numel()  # the image's bytes, not the float rows (8x as many)
+    again = pickle.loads(data)
+    assert torch.equal(again.pixel_values, rows) and again.grid_thw == processed.grid_thw
