@@ -17,6 +17,7 @@ from vlm_envs.rollout.engines import (
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor, image_digest
 from vlm_envs.rollout.trajectory import Status, Trajectory, TurnRecord
+from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 
 __all__ = [
     "ChatCodec",
@@ -27,6 +28,8 @@ __all__ = [
     "EngineOutput",
     "EngineTimeout",
     "EpisodeConfig",
+    "EpisodeJob",
+    "EpisodeWorkers",
     "PermanentEngineError",
     "ProcessedImage",
     "SGLangEngine",

@@ -110,7 +110,10 @@ def stack_pixel_values(images: Sequence[ProcessedImage]) -> torch.Tensor:
     if len(widths) != 1:
         raise ValueError(f"images of different row lengths {sorted(widths)} cannot be stacked")
     rows = [math.prod(p.grid_thw) for p in images]
-    out = np.empty((sum(rows), widths.pop()), dtype=np.float32)
+    # torch's allocator, not numpy's: numpy asks for huge pages above 4 MB, and faulting those in
+    # costs about 3x more here (8.6 ms vs 3.0 ms for 5 MB of fresh memory, measured on this VM)
+    stacked = torch.empty((sum(rows), widths.pop()), dtype=torch.float32)
+    out = stacked.numpy()
     placed: dict[int, slice] = {}
     start = 0
     for image, n in zip(images, rows, strict=True):
@@ -121,7 +124,7 @@ def stack_pixel_values(images: Sequence[ProcessedImage]) -> torch.Tensor:
             image.write_pixel_values(out[here])
             placed[id(image)] = here
         start += n
-    return torch.from_numpy(out)
+    return stacked
 
 
 def image_digest(image: Image.Image) -> str:
