@@ -307,7 +307,7 @@ def concurrent_table(processor: Any, args: argparse.Namespace) -> list[str]:
         lines.append(
             f"| {name} | {rate:.0f} | {cpu_ideal:.0f} ({baseline * 1e3:.2f} ms) "
             f"| {rate / min(latency_ideal, cpu_ideal):.2f} | {cpu_per_turn * 1e3:.2f} "
-            f"| {rate * cpu_per_turn / cores:.2f} of {cores} | {r['max_stall_ms']:.1f} |"
+            f"| {rate * cpu_per_turn / cores:.0%} of {cores} | {r['max_stall_ms']:.1f} |"
         )
     return lines
 
