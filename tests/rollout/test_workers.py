@@ -141,6 +141,28 @@ def test_a_killed_worker_fails_its_episodes_and_is_replaced(scripted):
     assert again.status is Status.TRUNCATED and len(again.turns) == 2
 
 
+def test_a_worker_blocked_by_a_step_that_never_returns_is_killed_and_replaced(served):
+    _, codec = served
+    engine = functools.partial(
+        ScriptedEngine, [[*codec.tokenize("<answer>red</answer>"), codec.end_of_turn_id]]
+    )
+    config = EpisodeConfig(max_turns=2, max_new_tokens=16)
+    with EpisodeWorkers(1, codec.processor, engine, stuck_after_s=3) as workers:
+        (warm,) = run_jobs(workers, EpisodeJob("toyenvs.colors", seed=0, config=config))
+        assert warm.status in (Status.COMPLETED, Status.TRUNCATED)  # the worker is up
+        start = time.monotonic()
+        hung, beside = run_jobs(
+            workers,
+            EpisodeJob("toyenvs.hangs", seed=0, config=config),
+            EpisodeJob("toyenvs.colors", seed=1, config=config),  # same worker: held by the hang
+        )
+        assert time.monotonic() - start < 30
+        for traj in (hung, beside):
+            assert traj.status is Status.FAILED and "blocked for over 3 s" in traj.error
+        (after,) = run_jobs(workers, EpisodeJob("toyenvs.colors", seed=2, config=config))
+        assert after.status in (Status.COMPLETED, Status.TRUNCATED)  # a new worker took over
+
+
 def test_a_worker_that_cannot_start_fails_every_episode_at_once():
     """A processor without a chat template: the codec cannot be built in the worker."""
     from vlm_envs.testing import build_tiny_tokenizer

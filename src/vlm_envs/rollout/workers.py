@@ -8,8 +8,10 @@ one message out per episode (what to play) and one back (the finished :class:`Tr
 tensors as raw buffers). The caller's event loop only waits, so it stays responsive.
 
 A worker that dies fails its running episodes (FAILED, with the exit code) and is started again
-for the next ones; a worker that cannot even start (its codec or engine fails to build) fails every
-episode at once with that error instead of restarting in a loop.
+for the next ones; so does a worker whose loop has not said it is alive for ``stuck_after_s`` (an
+env step or processor call that never returns holds every episode of its worker), which is killed.
+A worker that cannot even start (its codec or engine fails to build) fails every episode at once
+with that error instead of restarting in a loop.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import multiprocessing
 import pickle
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
@@ -41,6 +44,8 @@ from vlm_envs.rollout.trajectory import Trajectory
 ABORT_POLL_S = 0.05
 #: How long :meth:`EpisodeWorkers.close` waits for a worker to stop before killing it (seconds).
 STOP_TIMEOUT_S = 5.0
+#: How often a worker's event loop says it is alive (seconds).
+ALIVE_EVERY_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +78,8 @@ class EpisodeWorkers:
     ``processor`` is what :class:`ChatCodec` takes (a Qwen-VL processor or a tokenizer); it is
     pickled to each worker once. ``make_engine`` is called once in each worker to build its engine
     client and must be picklable (``functools.partial(SGLangEngine, url)``). ``args`` (slime's) is
-    handed to every env factory. Workers start on the first :meth:`run`, or at :meth:`start`.
+    handed to every env factory. Workers start on the first :meth:`run`, or at :meth:`start`. A
+    worker whose loop is blocked for ``stuck_after_s`` is killed and its episodes fail.
     """
 
     def __init__(
@@ -85,9 +91,13 @@ class EpisodeWorkers:
         args: Any = None,
         chat_template: str | None = None,
         cache_bytes: int = 256 << 20,
+        stuck_after_s: float = 120.0,
     ) -> None:
         if processes < 1:
             raise ValueError(f"processes must be >= 1, got {processes}")
+        if stuck_after_s <= ALIVE_EVERY_S:
+            raise ValueError(f"stuck_after_s must exceed {ALIVE_EVERY_S} s, got {stuck_after_s}")
+        self.stuck_after_s = stuck_after_s
         self._spec = _WorkerSpec(processor, make_engine, args, chat_template, cache_bytes)
         self._ctx = multiprocessing.get_context("spawn")  # safe with threads, torch and a running loop
         self._workers: list[_Worker | None] = [None] * processes
@@ -98,6 +108,8 @@ class EpisodeWorkers:
             weakref.WeakKeyDictionary()
         )
         self._broken: str | None = None
+        self._closed = threading.Event()
+        self._watchdog: threading.Thread | None = None
 
     @property
     def processes(self) -> int:
@@ -135,9 +147,13 @@ class EpisodeWorkers:
         """Stop the workers; running episodes end FAILED. A later :meth:`run` starts them again."""
         with self._lock:
             workers, self._workers = self._workers, [None] * len(self._workers)
+            self._closed.set()
+            watchdog, self._watchdog = self._watchdog, None
         for worker in workers:
             if worker is not None:
                 worker.close()
+        if watchdog is not None:
+            watchdog.join(timeout=STOP_TIMEOUT_S)
 
     def __enter__(self) -> EpisodeWorkers:
         return self
@@ -160,7 +176,23 @@ class EpisodeWorkers:
         if worker is None or not worker.alive:
             worker = _Worker(self._ctx, self._spec, on_fatal=self._on_fatal)
             self._workers[index] = worker
+        if self._watchdog is None:
+            self._closed.clear()
+            self._watchdog = threading.Thread(target=self._kill_stuck, daemon=True, name="vlm-envs-watchdog")
+            self._watchdog.start()
         return worker
+
+    def _kill_stuck(self) -> None:
+        """Kill any started worker with episodes whose loop has been silent for ``stuck_after_s``."""
+        while not self._closed.wait(ALIVE_EVERY_S):
+            with self._lock:
+                workers = [w for w in self._workers if w is not None]
+            for worker in workers:
+                if worker.silent_for() > self.stuck_after_s:
+                    worker.kill(
+                        f"the worker's loop was blocked for over {self.stuck_after_s:.0f} s (an env step or "
+                        "processor call that does not return), so it was killed"
+                    )
 
     def _on_fatal(self, error: str) -> None:
         self._broken = f"worker: {error}"
@@ -209,6 +241,8 @@ class _Worker:
         self.on_fatal = on_fatal
         self.closing = False
         self.ended = False
+        self.killed_because: str | None = None
+        self.last_heard: float | None = None  # monotonic time of the last message, once it is ready
         self.sender = _Sender(self.conn)
         self.reader = threading.Thread(target=self._read, daemon=True, name="vlm-envs-worker-reader")
         self.reader.start()
@@ -232,11 +266,22 @@ class _Worker:
         if job_id in self.pending:
             self.sender.put(pickle.dumps(("abort", job_id, None)))
 
+    def silent_for(self) -> float:
+        """Seconds since a started worker with running episodes last spoke (0 otherwise)."""
+        if self.last_heard is None or not self.pending or self.ended:
+            return 0.0
+        return time.monotonic() - self.last_heard
+
+    def kill(self, reason: str) -> None:
+        self.killed_because = reason
+        self.process.kill()
+
     def _read(self) -> None:
         reason, ready, fatal = "the worker process ended", False, False
         try:
             while True:
                 kind, job_id, payload = pickle.loads(self.conn.recv_bytes())
+                self.last_heard = time.monotonic() if ready or kind == "ready" else None
                 if kind == "done":
                     self._settle(job_id, payload)
                 elif kind == "ready":
@@ -253,6 +298,7 @@ class _Worker:
         if not ready and not self.closing and (fatal or (code or 0) > 0):
             # it failed by itself before taking any job (not killed): a new one would fail the same way
             self.on_fatal(f"{reason} (exit code {code})")
+        reason = self.killed_because or reason
         with self.lock:  # from here on submit() refuses, so no job can be left behind
             self.ended = True
             orphans, self.pending = self.pending, {}
@@ -336,6 +382,9 @@ def dumps(obj: Any) -> bytes:
     return buf.getvalue()
 
 
+ALIVE = dumps(("alive", 0, None))
+
+
 def _worker_main(conn: Connection, spec: _WorkerSpec) -> None:
     """A worker: build the codec and engine, then play episodes until told to stop."""
     sender = _Sender(conn)
@@ -392,11 +441,18 @@ async def _serve(conn: Connection, codec: ChatCodec, engine: Engine, args: Any, 
         if not stopped.done():  # told to stop, or the caller is gone
             stopped.set_result(None)
 
+    async def say_alive() -> None:  # silence means this loop is blocked (see stuck_after_s)
+        while True:
+            await asyncio.sleep(ALIVE_EVERY_S)
+            sender.put(ALIVE)
+
     loop.add_reader(conn.fileno(), on_readable)
+    alive = loop.create_task(say_alive())
     try:
         await stopped
     finally:
         loop.remove_reader(conn.fileno())
+        alive.cancel()
         for task in tasks:
             task.cancel()
         close = getattr(engine, "close", None)
