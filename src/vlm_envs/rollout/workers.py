@@ -18,58 +18,30 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-import gc
-import io
 import itertools
 import multiprocessing
 import pickle
-import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
-from multiprocessing.connection import Connection
+from collections.abc import Callable
 from typing import Any
 
-import torch
-
-from vlm_envs.registry import build_env
-from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import Engine
-from vlm_envs.rollout.episode import INLINE, EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Trajectory
+from vlm_envs.rollout.worker_process import (
+    ALIVE_EVERY_S,
+    STOP_TIMEOUT_S,
+    EpisodeJob,
+    Sender,
+    WorkerSpec,
+    worker_main,
+)
+
+__all__ = ["EpisodeJob", "EpisodeWorkers"]
 
 #: How often the callers' abort flags are polled while episodes run in workers (seconds).
 ABORT_POLL_S = 0.05
-#: How long :meth:`EpisodeWorkers.close` waits for a worker to stop before killing it (seconds).
-STOP_TIMEOUT_S = 5.0
-#: How often a worker's event loop says it is alive (seconds).
-ALIVE_EVERY_S = 1.0
-
-
-@dataclasses.dataclass(frozen=True)
-class EpisodeJob:
-    """What to play: the env (entry-point name or module path), its build inputs, and the episode."""
-
-    env: str
-    env_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    #: The trainer's sample, handed to the env factory (slime envs read their task from it).
-    sample: Any = None
-    seed: int | None = None
-    config: EpisodeConfig = dataclasses.field(default_factory=EpisodeConfig)
-    sampling_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-
-
-@dataclasses.dataclass(frozen=True)
-class _WorkerSpec:
-    """Everything a worker builds itself from (pickled once, at its start)."""
-
-    processor: Any
-    make_engine: Callable[[], Engine]
-    args: Any
-    chat_template: str | None
-    cache_bytes: int
 
 
 class EpisodeWorkers:
@@ -98,7 +70,7 @@ class EpisodeWorkers:
         if stuck_after_s <= ALIVE_EVERY_S:
             raise ValueError(f"stuck_after_s must exceed {ALIVE_EVERY_S} s, got {stuck_after_s}")
         self.stuck_after_s = stuck_after_s
-        self._spec = _WorkerSpec(processor, make_engine, args, chat_template, cache_bytes)
+        self._spec = WorkerSpec(processor, make_engine, args, chat_template, cache_bytes)
         self._ctx = multiprocessing.get_context("spawn")  # safe with threads, torch and a running loop
         self._workers: list[_Worker | None] = [None] * processes
         self._lock = threading.Lock()
@@ -229,10 +201,10 @@ class _Pending:
 class _Worker:
     """One worker process, the caller-side thread that writes to it and the one that reads from it."""
 
-    def __init__(self, ctx: Any, spec: _WorkerSpec, on_fatal: Callable[[str], None]) -> None:
+    def __init__(self, ctx: Any, spec: WorkerSpec, on_fatal: Callable[[str], None]) -> None:
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(
-            target=_worker_main, args=(child, spec), daemon=True, name="vlm-envs-episode-worker"
+            target=worker_main, args=(child, spec), daemon=True, name="vlm-envs-episode-worker"
         )
         self.process.start()
         child.close()
@@ -243,7 +215,7 @@ class _Worker:
         self.ended = False
         self.killed_because: str | None = None
         self.last_heard: float | None = None  # monotonic time of the last message, once it is ready
-        self.sender = _Sender(self.conn)
+        self.sender = Sender(self.conn)
         self.reader = threading.Thread(target=self._read, daemon=True, name="vlm-envs-worker-reader")
         self.reader.start()
 
@@ -326,31 +298,6 @@ class _Worker:
         self.conn.close()
 
 
-class _Sender:
-    """Writes messages on its own thread, so a peer slow to read never blocks an event loop."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._run, daemon=True, name="vlm-envs-worker-sender")
-        self.thread.start()
-
-    def put(self, data: bytes) -> None:
-        self.outbox.put(data)
-
-    def close(self) -> None:
-        """Send what is queued, then stop."""
-        self.outbox.put(None)
-        self.thread.join(timeout=STOP_TIMEOUT_S)
-
-    def _run(self) -> None:
-        while (data := self.outbox.get()) is not None:
-            try:
-                self.conn.send_bytes(data)
-            except (OSError, ValueError):  # the peer is gone; its reader reports why
-                return
-
-
 def _resolve(entry: _Pending, traj: Trajectory) -> None:
     def settle() -> None:
         if not entry.future.done():
@@ -358,127 +305,3 @@ def _resolve(entry: _Pending, traj: Trajectory) -> None:
 
     with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody is waiting
         entry.loop.call_soon_threadsafe(settle)
-
-
-# ---- the worker process ---------------------------------------------------------------------------
-
-
-class _BufferPickler(pickle.Pickler):
-    """Pickles CPU tensors as numpy buffers (a memcpy) instead of torch's ``torch.save`` path."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is torch.Tensor and obj.device.type == "cpu" and not obj.requires_grad:
-            try:
-                return torch.from_numpy, (obj.numpy(),)
-            except (TypeError, RuntimeError):  # a dtype numpy lacks (bfloat16): torch's own way
-                return NotImplemented
-        return NotImplemented
-
-
-def dumps(obj: Any) -> bytes:
-    """``obj`` pickled for the trip from a worker (protocol 5, tensors as buffers)."""
-    buf = io.BytesIO()
-    _BufferPickler(buf, protocol=5).dump(obj)
-    return buf.getvalue()
-
-
-ALIVE = dumps(("alive", 0, None))
-
-
-def _worker_main(conn: Connection, spec: _WorkerSpec) -> None:
-    """A worker: build the codec and engine, then play episodes until told to stop."""
-    sender = _Sender(conn)
-    try:
-        codec = ChatCodec(spec.processor, chat_template=spec.chat_template, cache_bytes=spec.cache_bytes)
-        engine = spec.make_engine()
-    except Exception as err:
-        sender.put(dumps(("fatal", 0, f"{type(err).__name__}: {err}")))
-        sender.close()
-        return
-    sender.put(dumps(("ready", 0, None)))
-    # This process is ours: what it holds now (torch, transformers, the processor) lives as long as
-    # it does, so full collections need not walk it with hundreds of episodes in flight.
-    gc.collect()
-    gc.freeze()
-    try:
-        asyncio.run(_serve(conn, codec, engine, spec.args, sender))
-    finally:
-        sender.close()
-
-
-async def _serve(conn: Connection, codec: ChatCodec, engine: Engine, args: Any, sender: _Sender) -> None:
-    loop = asyncio.get_running_loop()
-    stopped = loop.create_future()
-    aborted: set[int] = set()
-    tasks: set[asyncio.Task] = set()
-
-    async def play(job_id: int, job: EpisodeJob) -> None:
-        traj = await _play(job_id, job, codec, engine, args, aborted)
-        aborted.discard(job_id)
-        try:
-            data = dumps(("done", job_id, traj))
-        except Exception as err:  # e.g. an env that put an unpicklable object in its info
-            error = f"worker: the trajectory cannot be sent back: {type(err).__name__}: {err}"
-            data = dumps(("done", job_id, Trajectory.failed(error, job.config.failure_reward)))
-        sender.put(data)
-
-    def on_readable() -> None:
-        try:
-            while conn.poll():  # take every waiting message: the caller may have sent a thousand
-                kind, job_id, job = pickle.loads(conn.recv_bytes())
-                if kind == "run":
-                    task = loop.create_task(play(job_id, job))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-                elif kind == "abort":
-                    aborted.add(job_id)
-                else:
-                    break
-            else:
-                return
-        except (EOFError, OSError):
-            pass
-        if not stopped.done():  # told to stop, or the caller is gone
-            stopped.set_result(None)
-
-    async def say_alive() -> None:  # silence means this loop is blocked (see stuck_after_s)
-        while True:
-            await asyncio.sleep(ALIVE_EVERY_S)
-            sender.put(ALIVE)
-
-    loop.add_reader(conn.fileno(), on_readable)
-    alive = loop.create_task(say_alive())
-    try:
-        await stopped
-    finally:
-        loop.remove_reader(conn.fileno())
-        alive.cancel()
-        for task in tasks:
-            task.cancel()
-        close = getattr(engine, "close", None)
-        if close is not None and asyncio.iscoroutinefunction(close):
-            with contextlib.suppress(Exception):
-                await close()
-
-
-async def _play(
-    job_id: int, job: EpisodeJob, codec: ChatCodec, engine: Engine, args: Any, aborted: set[int]
-) -> Trajectory:
-    try:
-        env = build_env(job.env, sample=job.sample, args=args, **job.env_config)
-    except Exception as err:  # an unknown env or a bad config fails this episode only
-        return Trajectory.failed(f"env: {type(err).__name__}: {err}", job.config.failure_reward)
-    try:
-        return await run_episode(
-            env,
-            engine,
-            codec,
-            seed=job.seed,
-            config=job.config,
-            sampling_params=job.sampling_params,
-            should_abort=lambda: job_id in aborted,
-            executor=INLINE,
-        )
-    finally:
-        with contextlib.suppress(Exception):  # an env that fails to close must not lose the episode
-            env.close()
