@@ -125,6 +125,19 @@ def test_the_callers_abort_flag_aborts_running_episodes(scripted):
     assert all(0 < len(t.turns) < 1000 for t in trajs)
 
 
+def test_closing_the_pool_fails_the_running_episodes(scripted):
+    config = EpisodeConfig(max_turns=1000, max_new_tokens=16)
+
+    async def main():
+        task = asyncio.ensure_future(scripted.run(EpisodeJob("sokoban", SOKOBAN, seed=0, config=config)))
+        await asyncio.sleep(1)
+        await asyncio.get_running_loop().run_in_executor(None, scripted.close)
+        return await asyncio.wait_for(task, timeout=30)
+
+    traj = asyncio.run(main())
+    assert traj.status is Status.FAILED and "the worker pool was closed" in traj.error
+
+
 def test_a_killed_worker_fails_its_episodes_and_is_replaced(scripted):
     config = EpisodeConfig(max_turns=1000, max_new_tokens=16)
 

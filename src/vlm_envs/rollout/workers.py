@@ -95,18 +95,22 @@ class EpisodeWorkers:
 
     async def run(self, job: EpisodeJob, should_abort: Callable[[], bool] | None = None) -> Trajectory:
         """Play ``job`` in a worker; never raises for env, engine, codec or worker failures."""
-        if self._broken is not None:
-            return Trajectory.failed(self._broken, job.config.failure_reward)
         job_id = next(self._ids)
         loop = asyncio.get_running_loop()
+        future = None
         try:
-            future = None
-            while future is None:  # a worker that just ended takes nothing; its replacement does
+            for _ in range(3):  # a worker that just ended takes nothing; its replacement does
+                if self._broken is not None:
+                    return Trajectory.failed(self._broken, job.config.failure_reward)
                 with self._lock:
                     worker = self._least_busy()
                 future = worker.submit(job_id, job, loop)
+                if future is not None:
+                    break
         except Exception as err:  # a worker that cannot start or take the job fails this episode only
             return Trajectory.failed(f"worker: {type(err).__name__}: {err}", job.config.failure_reward)
+        if future is None:
+            return Trajectory.failed("worker: workers kept ending before taking the episode")
         if should_abort is not None:
             self._watched[job_id] = (worker, should_abort)
             self._watch(loop)
@@ -270,7 +274,7 @@ class _Worker:
         if not ready and not self.closing and (fatal or (code or 0) > 0):
             # it failed by itself before taking any job (not killed): a new one would fail the same way
             self.on_fatal(f"{reason} (exit code {code})")
-        reason = self.killed_because or reason
+        reason = self.killed_because or ("the worker pool was closed" if self.closing else reason)
         with self.lock:  # from here on submit() refuses, so no job can be left behind
             self.ended = True
             orphans, self.pending = self.pending, {}
