@@ -24,7 +24,13 @@ from typing import Any
 import torch
 from PIL import Image
 
-from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor, stack_pixel_values
+from vlm_envs.rollout.images import (
+    CodecError,
+    ProcessedImage,
+    VisionPreprocessor,
+    stack_pixel_values,
+    train_inputs_of,
+)
 
 # Qwen-VL special token names (Qwen2-VL / Qwen2.5-VL / Qwen3-VL tokenizers).
 IMAGE_TOKEN = "<|image_pad|>"
@@ -76,9 +82,7 @@ class Encoded:
 
     def train_inputs(self) -> dict[str, torch.Tensor]:
         """``{"pixel_values", "image_grid_thw"}`` for the trainer, or ``{}`` without images."""
-        if not self.images:
-            return {}
-        return {"pixel_values": self.pixel_values, "image_grid_thw": self.image_grid_thw}
+        return train_inputs_of(self.images)
 
 
 class ChatCodec:

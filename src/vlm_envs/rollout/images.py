@@ -127,6 +127,17 @@ def stack_pixel_values(images: Sequence[ProcessedImage]) -> torch.Tensor:
     return stacked
 
 
+def train_inputs_of(images: Sequence[ProcessedImage]) -> dict[str, torch.Tensor]:
+    """``{"pixel_values", "image_grid_thw"}`` of ``images`` in order, as a trainer takes them; ``{}``
+    without images."""
+    if not images:
+        return {}
+    return {
+        "pixel_values": stack_pixel_values(images),
+        "image_grid_thw": torch.tensor([p.grid_thw for p in images], dtype=torch.long),
+    }
+
+
 def image_digest(image: Image.Image) -> str:
     """A content key for an image: same mode, size and pixels give the same key in any process."""
     h = hashlib.sha1(usedforsecurity=False)  # the fastest hashlib digest here; a content key, not security

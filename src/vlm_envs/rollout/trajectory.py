@@ -15,7 +15,7 @@ import torch
 
 from vlm_envs.protocol import Observation
 from vlm_envs.rollout.codec import ChatCodec, Encoded, ProcessedImage
-from vlm_envs.rollout.images import stack_pixel_values
+from vlm_envs.rollout.images import train_inputs_of
 
 
 class Status(str, enum.Enum):
@@ -120,14 +120,7 @@ class Trajectory:
         (``run_in_executor``) and later calls cost nothing there.
         """
         if self._train_inputs is None:
-            self._train_inputs = (
-                {
-                    "pixel_values": stack_pixel_values(self.images),
-                    "image_grid_thw": torch.tensor([im.grid_thw for im in self.images], dtype=torch.long),
-                }
-                if self.images
-                else {}
-            )
+            self._train_inputs = train_inputs_of(self.images)
         return self._train_inputs
 
 
