@@ -66,8 +66,11 @@ def answers(codec: ChatCodec) -> list[list[int]]:
     return [[*codec.tokenize(f"<answer>{m}</answer>"), codec.end_of_turn_id] for m in MOVES]
 
 
-def sokoban(render_mode: str) -> Any:
-    return build_env("sokoban", grid_size=(6, 6), num_boxes=1, render_mode=render_mode, max_steps=1000)
+SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision", "max_steps": 1000}
+
+
+def sokoban(render_mode: str = "vision") -> Any:
+    return build_env("sokoban", **{**SOKOBAN, "render_mode": render_mode})
 
 
 def per_turn_cpu(codec: ChatCodec, render_mode: str, episodes: int, turns: int) -> dict[str, Any]:
@@ -156,9 +159,6 @@ def straightforward_image_turn(codec: ChatCodec, turns: int = 40) -> float:
     return statistics.median(samples)
 
 
-SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision", "max_steps": 1000}
-
-
 def sequential_cpu_per_turn(processor: Any, episodes: int, turns: int, first_seed: int) -> float:
     """CPU seconds per turn of the same work done one episode at a time, on the loop's own thread
     (no handoffs), training tensors included: the cheapest way this process can do it."""
@@ -170,8 +170,7 @@ def sequential_cpu_per_turn(processor: Any, episodes: int, turns: int, first_see
     async def play_all() -> None:
         nonlocal played
         for seed in range(first_seed, first_seed + episodes):
-            env = build_env("sokoban", **SOKOBAN)
-            traj = await run_episode(env, engine, codec, seed=seed, config=config, executor=INLINE)
+            traj = await run_episode(sokoban(), engine, codec, seed=seed, config=config, executor=INLINE)
             traj.train_inputs()
             played += len(traj.turns)
 
@@ -235,7 +234,7 @@ def concurrent_in_process(processor: Any, episodes: int, turns: int, latency: fl
     config = EpisodeConfig(max_turns=turns, max_new_tokens=32)
 
     async def play(seed: int) -> Trajectory:
-        traj = await run_episode(build_env("sokoban", **SOKOBAN), engine, codec, seed=seed, config=config)
+        traj = await run_episode(sokoban(), engine, codec, seed=seed, config=config)
         await asyncio.get_running_loop().run_in_executor(rollout_executor(), traj.train_inputs)
         return traj
 
