@@ -199,6 +199,14 @@ class ByteBoundedLRU:
                 _, (_, old) = self._data.popitem(last=False)
                 self._bytes -= old
 
+    def get_or_make(self, key: Any, make: Callable[[], Any]) -> Any:
+        """The cached value of ``key``, or ``make()`` cached (two threads may both make it)."""
+        value = self.get(key)
+        if value is None:
+            value = make()
+            self.put(key, value)
+        return value
+
     def clear(self) -> None:
         with self._lock:
             self._data.clear()
@@ -254,20 +262,19 @@ class Renderer:
 
     def frame(self, state: State) -> Image.Image:
         """The RGB frame of ``state`` (cached and shared: do not draw on it, copy it first)."""
-        key = (self._key, state)
-        im = _frames.get(key)
-        if im is None:
+
+        def draw() -> Image.Image:
             im = self.background_rgb.copy()
             for cell, symbol in self._moving(state):
                 im.paste(self.tiles_rgb[symbol], self._xy(cell))
-            _frames.put(key, im)
-        return im
+            return im
+
+        return _frames.get_or_make((self._key, state), draw)
 
     def frame_png(self, state: State) -> bytes:
         """PNG bytes of the frame (palette PNG, zlib level 1; decodes to :meth:`frame`), cached."""
-        key = (self._key, state)
-        data = _pngs.get(key)
-        if data is None:
+
+        def encode() -> bytes:
             lines = self._bg_lines.copy()
             cs, width = self.cell_size, self.cell_size * self._bits // 8
             for cell, symbol in self._moving(state):
@@ -275,18 +282,17 @@ class Renderer:
                 x = 1 + x * self._bits // 8
                 lines[y : y + cs, x : x + width] = self._tile_lines[symbol]
             layout = self.layout
-            data = encode_palette_png(lines.tobytes(), layout.cols * cs, layout.rows * cs, self._bits)
-            _pngs.put(key, data)
-        return data
+            return encode_palette_png(lines.tobytes(), layout.cols * cs, layout.rows * cs, self._bits)
+
+        return _pngs.get_or_make((self._key, state), encode)
 
     def frame_data_uri(self, state: State) -> str:
         """``data:image/png;base64,...`` of the frame, as SGLang's ``image_data`` takes it, cached."""
-        key = (self._key, state)
-        uri = _uris.get(key)
-        if uri is None:
-            uri = "data:image/png;base64," + base64.b64encode(self.frame_png(state)).decode("ascii")
-            _uris.put(key, uri)
-        return uri
+
+        def encode() -> str:
+            return "data:image/png;base64," + base64.b64encode(self.frame_png(state)).decode("ascii")
+
+        return _uris.get_or_make((self._key, state), encode)
 
 
 @functools.lru_cache(maxsize=64)
