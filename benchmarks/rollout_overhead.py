@@ -270,7 +270,7 @@ def concurrent_table(processor: Any, args: argparse.Namespace) -> list[str]:
     """Part 3, measured first (in a fresh process) and printed last.
 
     The machine's speed drifts by 20% and more between runs here, so each concurrent run is paired
-    with a baseline measured just before it, and its ratio is taken against that baseline.
+    with baselines measured just before and just after it, and its ratio is taken against their mean.
     """
     cores = os.cpu_count() or 1
     latency_ideal = args.episodes / args.latency
@@ -278,7 +278,7 @@ def concurrent_table(processor: Any, args: argparse.Namespace) -> list[str]:
         f"Latency-bound ideal: {args.episodes} episodes / {args.latency * 1e3:.0f} ms "
         f"= {latency_ideal:.0f} turns/s. CPU-bound ideal: {cores} cores / the CPU per turn of the same "
         "episodes played one at a time on the loop's thread (no handoffs, training tensors included), "
-        "measured just before each run.\n",
+        "measured just before and just after each run (their mean; both in parentheses).\n",
         "| run | turns/s | CPU-bound ideal, turns/s | of the smaller ideal (target >= 0.80) "
         "| CPU ms per turn, all processes | cores kept busy | longest stall of the caller's loop, ms "
         "(target <= 50) |",
@@ -298,13 +298,15 @@ def concurrent_table(processor: Any, args: argparse.Namespace) -> list[str]:
             )
         )
     for k, (name, run) in enumerate(runs):
-        baseline = sequential_cpu_per_turn(processor, 200, args.turns, first_seed=10_000 + 1000 * k)
-        cpu_ideal = cores / baseline
+        before = sequential_cpu_per_turn(processor, 200, args.turns, first_seed=10_000 + 1000 * k)
         r = run()
+        after = sequential_cpu_per_turn(processor, 200, args.turns, first_seed=50_000 + 1000 * k)
+        baseline = (before + after) / 2
+        cpu_ideal = cores / baseline
         rate = r["turns"] / r["wall"]
         cpu_per_turn = r["cpu"] / r["turns"]
         lines.append(
-            f"| {name} | {rate:.0f} | {cpu_ideal:.0f} ({baseline * 1e3:.2f} ms) "
+            f"| {name} | {rate:.0f} | {cpu_ideal:.0f} ({before * 1e3:.2f}, {after * 1e3:.2f} ms) "
             f"| {rate / min(latency_ideal, cpu_ideal):.2f} | {cpu_per_turn * 1e3:.2f} "
             f"| {rate * cpu_per_turn / cores:.0%} of {cores} | {r['max_stall_ms']:.1f} |"
         )
