@@ -1,4 +1,5 @@
-"""Shared fixtures: a third-party env distribution made visible through a real dist-info."""
+"""Shared fixtures: a third-party env distribution made visible through a real dist-info, and the
+tiny Qwen2-VL model behind the SGLang-compatible test server."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from vlm_envs.testing import SGLangTestServer, TinyEngine
 
 SUPPORT = Path(__file__).parent / "support"
 sys.path.insert(0, str(SUPPORT))
@@ -46,3 +51,20 @@ def third_party(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
     for module in ("colorful_envs", "broken_envs_impl"):
         sys.modules.pop(module, None)
     shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def tiny_engine() -> TinyEngine:
+    """The tiny random Qwen2-VL model and its processor (seed 0), built once per test module."""
+    from vlm_envs.testing import build_test_engine  # torch and transformers only where needed
+
+    return build_test_engine("qwen2_vl", seed=0)
+
+
+@pytest.fixture(scope="module")
+def sglang_server(tiny_engine: TinyEngine) -> Iterator[SGLangTestServer]:
+    """``tiny_engine`` behind the SGLang-compatible HTTP test server on loopback."""
+    from vlm_envs.testing import SGLangTestServer
+
+    with SGLangTestServer(tiny_engine) as server:
+        yield server

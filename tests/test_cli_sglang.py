@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,23 +21,17 @@ from vlm_envs.eval.sglang_policy import SGLangPolicy
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.testing import SGLangTestServer, build_test_engine, build_tiny_tokenizer
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[SGLangTestServer]:
-    with SGLangTestServer(build_test_engine("qwen2_vl", seed=0)) as s:
-        yield s
+from vlm_envs.testing import SGLangTestServer, build_tiny_tokenizer
 
 
 def test_cli_sglang_policy_matches_run_episode_token_for_token(
-    server: SGLangTestServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sglang_server: SGLangTestServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     tokenizer_dir = tmp_path / "tokenizer"
     build_tiny_tokenizer().save_pretrained(tokenizer_dir)
     out = tmp_path / "run"
-    server.requests.clear()
-    argv = ["eval", "sokoban", "--policy", f"sglang:{server.url}", "--tokenizer", str(tokenizer_dir)]
+    sglang_server.requests.clear()
+    argv = ["eval", "sokoban", "--policy", f"sglang:{sglang_server.url}", "--tokenizer", str(tokenizer_dir)]
     argv += [
         "-n",
         "1",
@@ -55,8 +48,8 @@ def test_cli_sglang_policy_matches_run_episode_token_for_token(
     (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert record["status"] in ("completed", "truncated"), record["error"]
     replies = record["turns"][1:]
-    assert len(replies) == len(server.requests) >= 1
-    last_request = server.requests[-1]
+    assert len(replies) == len(sglang_server.requests) >= 1
+    last_request = sglang_server.requests[-1]
     assert "image_data" not in last_request or last_request["image_data"] == 0
     assert record["tokens"] == len(last_request["input_ids"]) + replies[-1]["generated_tokens"]
     assert all(1 <= t["generated_tokens"] <= 12 for t in replies)
@@ -67,7 +60,7 @@ def test_cli_sglang_policy_matches_run_episode_token_for_token(
     config = EpisodeConfig(max_turns=2, max_new_tokens=12)
 
     async def train_side():  # type: ignore[no-untyped-def]
-        async with SGLangEngine(server.url) as engine:
+        async with SGLangEngine(sglang_server.url) as engine:
             return await run_episode(
                 env, engine, codec, seed=3, config=config, sampling_params={"temperature": 0.0}
             )
@@ -79,19 +72,19 @@ def test_cli_sglang_policy_matches_run_episode_token_for_token(
 
 
 def test_python_entry_sglang_policy_with_the_tiny_processor_sends_images(
-    server: SGLangTestServer, tmp_path: Path
+    sglang_server: SGLangTestServer, tmp_path: Path
 ) -> None:
-    processor = server.engine.processor
+    processor = sglang_server.engine.processor
     options = PolicyOptions(tokenizer=processor, max_tokens=8)
     out = tmp_path / "vision"
-    server.requests.clear()
+    sglang_server.requests.clear()
     config = EvalConfig(
-        env="sokoban", policy=f"sglang:{server.url}", n=2, out=out, max_turns=2, options=options
+        env="sokoban", policy=f"sglang:{sglang_server.url}", n=2, out=out, max_turns=2, options=options
     )
-    summary = run_eval(config, policy=SGLangPolicy(server.url, options))
+    summary = run_eval(config, policy=SGLangPolicy(sglang_server.url, options))
     assert summary["episodes"] == 2
     assert summary["mean_tokens"] > summary["mean_generated_tokens"] > 0
-    assert server.requests and all(r["image_data"] >= 1 for r in server.requests)
+    assert sglang_server.requests and all(r["image_data"] >= 1 for r in sglang_server.requests)
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     for r in records:
         assert r["status"] in ("completed", "truncated"), r["error"]

@@ -23,30 +23,19 @@ from vlm_envs.rollout.engines import (
     parse_generate_response,
 )
 from vlm_envs.rollout.images import image_digest
-from vlm_envs.testing import Fault, SGLangTestServer, build_test_engine
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return build_test_engine("qwen2_vl", seed=0)
-
-
-@pytest.fixture(scope="module")
-def server(tiny):
-    with SGLangTestServer(tiny) as srv:
-        yield srv
+from vlm_envs.testing import Fault
 
 
 @pytest.fixture(autouse=True)
-def no_leftover_faults(server):
-    server.clear_faults()
+def no_leftover_faults(sglang_server):
+    sglang_server.clear_faults()
     yield
-    server.clear_faults()
+    sglang_server.clear_faults()
 
 
 @pytest.fixture(scope="module")
-def prompt(tiny):
-    codec = ChatCodec(tiny.processor)
+def prompt(tiny_engine):
+    codec = ChatCodec(tiny_engine.processor)
     image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (70, 90, 3), dtype=np.uint8))
     messages = [
         {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "Go"}]}
@@ -63,111 +52,121 @@ async def generate(url, ids, images, params, **engine_kwargs):
         return await engine.generate(ids, images, params)
 
 
-def test_output_ids_and_log_probs_are_the_models(server, tiny, prompt):
+def test_output_ids_and_log_probs_are_the_models(sglang_server, tiny_engine, prompt):
     _, enc = prompt
-    out = run(generate(server.url, enc.ids, enc.pil_images, {"max_new_tokens": 12, "ignore_eos": True}))
+    out = run(
+        generate(sglang_server.url, enc.ids, enc.pil_images, {"max_new_tokens": 12, "ignore_eos": True})
+    )
     assert out.finish_reason == "length"
     assert len(out.token_ids) == len(out.log_probs) == 12
-    expected = tiny.score(tiny.prepare(enc.ids, enc.pil_images), out.token_ids)
+    expected = tiny_engine.score(tiny_engine.prepare(enc.ids, enc.pil_images), out.token_ids)
     np.testing.assert_allclose(out.log_probs, expected, atol=1e-4)
-    assert out.text == tiny.tokenizer.decode(out.token_ids, skip_special_tokens=True)
+    assert out.text == tiny_engine.tokenizer.decode(out.token_ids, skip_special_tokens=True)
     # one unexpanded placeholder per image gives the same generation
     same = run(
-        generate(server.url, enc.engine_ids, enc.pil_images, {"max_new_tokens": 12, "ignore_eos": True})
+        generate(
+            sglang_server.url, enc.engine_ids, enc.pil_images, {"max_new_tokens": 12, "ignore_eos": True}
+        )
     )
     assert same.token_ids == out.token_ids
-    assert server.requests[-1]["image_data"] == 1
+    assert sglang_server.requests[-1]["image_data"] == 1
 
 
-def test_stop_token_and_stop_string(server, prompt):
+def test_stop_token_and_stop_string(sglang_server, prompt):
     codec, enc = prompt
     answer = codec.tokenize("<answer>Left</answer> trailing")
-    server.inject(Fault("tokens", token_ids=(*answer, codec.end_of_turn_id)))
-    out = run(generate(server.url, enc.ids, enc.pil_images, {"stop": ["</answer>"]}))
+    sglang_server.inject(Fault("tokens", token_ids=(*answer, codec.end_of_turn_id)))
+    out = run(generate(sglang_server.url, enc.ids, enc.pil_images, {"stop": ["</answer>"]}))
     assert out.finish_reason == "stop" and out.matched_stop == "</answer>"
     assert codec.decode(out.token_ids).endswith("</answer>")
     assert out.text == "<answer>Left"
     assert all(math.isfinite(lp) and lp < 0 for lp in out.log_probs)
 
-    server.inject(Fault("tokens", token_ids=(*answer, codec.end_of_turn_id)))
-    out = run(generate(server.url, enc.ids, enc.pil_images, {}))
+    sglang_server.inject(Fault("tokens", token_ids=(*answer, codec.end_of_turn_id)))
+    out = run(generate(sglang_server.url, enc.ids, enc.pil_images, {}))
     assert out.token_ids[-1] == codec.end_of_turn_id
     assert out.finish_reason == "stop" and out.matched_stop == codec.end_of_turn_id
 
 
-def test_sampling_params_are_not_changed(server, prompt):
+def test_sampling_params_are_not_changed(sglang_server, prompt):
     _, enc = prompt
     params = {"max_new_tokens": 2, "stop": ["x"]}
-    run(generate(server.url, enc.ids, enc.pil_images, params))
+    run(generate(sglang_server.url, enc.ids, enc.pil_images, params))
     assert params == {"max_new_tokens": 2, "stop": ["x"]}
 
 
-def test_5xx_is_retried_until_it_recovers(server, prompt):
+def test_5xx_is_retried_until_it_recovers(sglang_server, prompt):
     _, enc = prompt
-    server.inject(Fault("status", status=500), times=2)
-    server.inject(Fault("drop"))  # a connection closed without an answer is transient too
-    before = len(server.requests)
-    out = run(generate(server.url, enc.ids, enc.pil_images, {"max_new_tokens": 3}, max_retries=3))
+    sglang_server.inject(Fault("status", status=500), times=2)
+    sglang_server.inject(Fault("drop"))  # a connection closed without an answer is transient too
+    before = len(sglang_server.requests)
+    out = run(generate(sglang_server.url, enc.ids, enc.pil_images, {"max_new_tokens": 3}, max_retries=3))
     assert len(out.token_ids) == 3
-    assert len(server.requests) - before == 4
+    assert len(sglang_server.requests) - before == 4
 
 
-def test_retries_run_out(server, prompt):
+def test_retries_run_out(sglang_server, prompt):
     _, enc = prompt
-    server.inject(Fault("status", status=503), times=5)
-    before = len(server.requests)
+    sglang_server.inject(Fault("status", status=503), times=5)
+    before = len(sglang_server.requests)
     with pytest.raises(TransientEngineError, match="503"):
-        run(generate(server.url, enc.ids, enc.pil_images, {"max_new_tokens": 3}, max_retries=2))
-    assert len(server.requests) - before == 3
+        run(generate(sglang_server.url, enc.ids, enc.pil_images, {"max_new_tokens": 3}, max_retries=2))
+    assert len(sglang_server.requests) - before == 3
 
 
 @pytest.mark.parametrize("status", [400, 404, 422])
-def test_4xx_is_not_retried(server, prompt, status):
+def test_4xx_is_not_retried(sglang_server, prompt, status):
     _, enc = prompt
-    server.inject(Fault("status", status=status))
-    before = len(server.requests)
+    sglang_server.inject(Fault("status", status=status))
+    before = len(sglang_server.requests)
     with pytest.raises(PermanentEngineError, match=str(status)):
-        run(generate(server.url, enc.ids, enc.pil_images, {"max_new_tokens": 3}, max_retries=3))
-    assert len(server.requests) - before == 1
+        run(generate(sglang_server.url, enc.ids, enc.pil_images, {"max_new_tokens": 3}, max_retries=3))
+    assert len(sglang_server.requests) - before == 1
 
 
-def test_server_rejects_image_token_mismatch(server, prompt):
+def test_server_rejects_image_token_mismatch(sglang_server, prompt):
     codec, enc = prompt
     one_pad_short = list(enc.ids)
     one_pad_short.remove(codec.image_token_id)
     with pytest.raises(PermanentEngineError, match="image features and image tokens do not match"):
-        run(generate(server.url, one_pad_short, enc.pil_images, {"max_new_tokens": 2}))
+        run(generate(sglang_server.url, one_pad_short, enc.pil_images, {"max_new_tokens": 2}))
     with pytest.raises(PermanentEngineError, match="no image_data"):
-        run(generate(server.url, enc.ids, [], {"max_new_tokens": 2}))
+        run(generate(sglang_server.url, enc.ids, [], {"max_new_tokens": 2}))
 
 
-def test_timeout_is_retried_then_reported(server, prompt):
+def test_timeout_is_retried_then_reported(sglang_server, prompt):
     _, enc = prompt
-    server.inject(Fault("delay", seconds=1.0))
+    sglang_server.inject(Fault("delay", seconds=1.0))
     out = run(
-        generate(server.url, enc.ids, enc.pil_images, {"max_new_tokens": 2}, timeout=0.3, max_retries=1)
+        generate(
+            sglang_server.url, enc.ids, enc.pil_images, {"max_new_tokens": 2}, timeout=0.3, max_retries=1
+        )
     )
     assert len(out.token_ids) == 2
-    server.inject(Fault("delay", seconds=1.0), times=2)
+    sglang_server.inject(Fault("delay", seconds=1.0), times=2)
     with pytest.raises(EngineTimeout):
-        run(generate(server.url, enc.ids, enc.pil_images, {"max_new_tokens": 2}, timeout=0.3, max_retries=1))
+        run(
+            generate(
+                sglang_server.url, enc.ids, enc.pil_images, {"max_new_tokens": 2}, timeout=0.3, max_retries=1
+            )
+        )
 
 
-def test_abort_is_an_output(server, prompt):
+def test_abort_is_an_output(sglang_server, prompt):
     _, enc = prompt
-    server.inject(Fault("abort"))
-    out = run(generate(server.url, enc.ids, enc.pil_images, {"max_new_tokens": 5}))
+    sglang_server.inject(Fault("abort"))
+    out = run(generate(sglang_server.url, enc.ids, enc.pil_images, {"max_new_tokens": 5}))
     assert out.finish_reason == "abort" and out.token_ids == [] and out.log_probs == []
 
 
 @pytest.mark.parametrize("body", ['{"text": "x", "meta_info": ', '{"text": "x"}', "[1, 2]", ""])
-def test_malformed_replies_fail_without_retry(server, prompt, body):
+def test_malformed_replies_fail_without_retry(sglang_server, prompt, body):
     _, enc = prompt
-    server.inject(Fault("body", body=body))
-    before = len(server.requests)
+    sglang_server.inject(Fault("body", body=body))
+    before = len(sglang_server.requests)
     with pytest.raises(PermanentEngineError, match=r"JSON|malformed"):
-        run(generate(server.url, enc.ids, enc.pil_images, {"max_new_tokens": 3}, max_retries=3))
-    assert len(server.requests) - before == 1
+        run(generate(sglang_server.url, enc.ids, enc.pil_images, {"max_new_tokens": 3}, max_retries=3))
+    assert len(sglang_server.requests) - before == 1
 
 
 def test_server_down_is_transient():
@@ -178,11 +177,11 @@ def test_server_down_is_transient():
         run(generate(f"http://127.0.0.1:{port}", [1, 2, 3], [], {}, max_retries=2))
 
 
-def test_concurrent_requests_share_pooled_connections(server, prompt):
+def test_concurrent_requests_share_pooled_connections(sglang_server, prompt):
     _, enc = prompt
 
     async def many() -> list:
-        async with SGLangEngine(server.url, max_connections=4) as engine:
+        async with SGLangEngine(sglang_server.url, max_connections=4) as engine:
             assert isinstance(engine, Engine)
             first = await asyncio.gather(
                 *(engine.generate(enc.ids, enc.pil_images, {"max_new_tokens": 2}) for _ in range(12))
@@ -192,11 +191,11 @@ def test_concurrent_requests_share_pooled_connections(server, prompt):
             )
             return first + second
 
-    before = len(server.requests)
+    before = len(sglang_server.requests)
     outs = run(many())
     assert all(len(o.token_ids) == 2 for o in outs)
-    peers = {tuple(r["_peer"]) for r in server.requests[before:]}
-    assert len(server.requests) - before == 24
+    peers = {tuple(r["_peer"]) for r in sglang_server.requests[before:]}
+    assert len(sglang_server.requests) - before == 24
     assert len(peers) <= 4  # 24 requests over at most 4 kept-alive connections
 
 

@@ -2,7 +2,7 @@ import asyncio
 import math
 
 import pytest
-from rollout_helpers import assert_trainer_invariants, script, served_tiny_model
+from rollout_helpers import assert_trainer_invariants, script
 
 from vlm_envs import build_env
 from vlm_envs.rollout.engines import EngineOutput, SGLangEngine
@@ -11,7 +11,6 @@ from vlm_envs.rollout.trajectory import Status
 from vlm_envs.testing import Fault
 
 SAMPLING = {"temperature": 1.0}
-served = pytest.fixture(scope="module")(served_tiny_model)
 
 
 def play(server, codec, env, config, seed=0, **kwargs):

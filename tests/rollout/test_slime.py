@@ -6,15 +6,13 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from rollout_helpers import script, served_tiny_model
+from rollout_helpers import script
 from slime.rollout.sglang_rollout import GenerateState
 from slime.utils.types import LegacySample, Sample
 
 from vlm_envs.envs.geo3k import Geo3kEnv
 from vlm_envs.envs.geo3k.problems import generate_problem
 from vlm_envs.rollout import slime as hook
-
-served = pytest.fixture(scope="module")(served_tiny_model)
 
 
 @pytest.fixture(autouse=True)

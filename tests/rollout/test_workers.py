@@ -9,7 +9,7 @@ import time
 
 import pytest
 import torch
-from rollout_helpers import assert_trainer_invariants, served_tiny_model
+from rollout_helpers import assert_trainer_invariants
 
 from vlm_envs import build_env
 from vlm_envs.rollout.engines import SGLangEngine
@@ -21,7 +21,6 @@ from vlm_envs.testing import ScriptedEngine
 
 SAMPLING = {"temperature": 1.0}  # the test server seeds sampling by the input ids: reproducible
 SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision"}
-served = pytest.fixture(scope="module")(served_tiny_model)
 
 
 @pytest.fixture(scope="module")

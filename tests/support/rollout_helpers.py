@@ -1,19 +1,12 @@
-"""Shared pieces of the rollout tests: the tiny model behind a real HTTP server, and invariants."""
+"""Shared pieces of the rollout tests: scripted answers and the trainer's invariants."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.testing import Fault, SGLangTestServer, build_test_engine
-
-
-def served_tiny_model() -> Iterator[tuple[SGLangTestServer, ChatCodec]]:
-    tiny = build_test_engine("qwen2_vl")
-    with SGLangTestServer(tiny) as server:
-        yield server, ChatCodec(tiny.processor)
+from vlm_envs.testing import Fault, SGLangTestServer
 
 
 def script(server: SGLangTestServer, codec: ChatCodec, *texts: str, eos: bool = True) -> None:

@@ -12,18 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vlm_envs.testing import Fault, ServerProcess, SGLangTestServer, build_test_engine
-
-
-@pytest.fixture(scope="module")
-def engine():
-    return build_test_engine("qwen2_vl", seed=0)
-
-
-@pytest.fixture(scope="module")
-def server(engine):
-    with SGLangTestServer(engine) as srv:
-        yield srv
+from vlm_envs.testing import Fault, ServerProcess
 
 
 def post(url: str, body: bytes | dict, path: str = "/generate") -> tuple[int, dict | str]:
@@ -47,14 +36,14 @@ def png_uri(image: Image.Image) -> str:
 
 
 @pytest.fixture(scope="module")
-def request_body(engine):
+def request_body(tiny_engine):
     image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (56, 56, 3), dtype=np.uint8))
-    text = engine.processor.apply_chat_template(
+    text = tiny_engine.processor.apply_chat_template(
         [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Go"}]}],
         tokenize=False,
         add_generation_prompt=True,
     )
-    ids = engine.tokenizer(text, add_special_tokens=False)["input_ids"]
+    ids = tiny_engine.tokenizer(text, add_special_tokens=False)["input_ids"]
     return {
         "input_ids": ids,
         "image_data": [png_uri(image)],
@@ -63,8 +52,8 @@ def request_body(engine):
     }
 
 
-def test_reply_has_sglang_shape(server, request_body):
-    status, reply = post(server.url, request_body)
+def test_reply_has_sglang_shape(sglang_server, request_body):
+    status, reply = post(sglang_server.url, request_body)
     assert status == 200
     meta = reply["meta_info"]
     assert meta["finish_reason"] == {"type": "length", "length": 6}
@@ -72,17 +61,17 @@ def test_reply_has_sglang_shape(server, request_body):
     triples = meta["output_token_logprobs"]
     assert len(triples) == 6 and all(len(t) == 3 and t[2] is None and t[0] < 0 for t in triples)
     assert isinstance(reply["text"], str)
-    status, reply = post(server.url, {**request_body, "return_logprob": False})
+    status, reply = post(sglang_server.url, {**request_body, "return_logprob": False})
     assert status == 200 and "output_token_logprobs" not in reply["meta_info"]
 
 
-def test_stop_string_trimming(server, engine, request_body):
-    ids = tuple(engine.tokenizer("<answer>Up</answer> more", add_special_tokens=False)["input_ids"])
+def test_stop_string_trimming(sglang_server, tiny_engine, request_body):
+    ids = tuple(tiny_engine.tokenizer("<answer>Up</answer> more", add_special_tokens=False)["input_ids"])
     params = {"stop": "</answer>", "max_new_tokens": 50}
     for no_trim, text in ((False, "<answer>Up"), (True, "<answer>Up</answer>")):
-        server.inject(Fault("tokens", token_ids=ids))
+        sglang_server.inject(Fault("tokens", token_ids=ids))
         status, reply = post(
-            server.url, {**request_body, "sampling_params": {**params, "no_stop_trim": no_trim}}
+            sglang_server.url, {**request_body, "sampling_params": {**params, "no_stop_trim": no_trim}}
         )
         assert status == 200
         assert reply["text"] == text
@@ -100,38 +89,38 @@ def test_stop_string_trimming(server, engine, request_body):
         ({"sampling_params": {"max_new_tokens": "many"}}, "ValueError"),
     ],
 )
-def test_bad_requests_get_400(server, request_body, change, message):
-    status, reply = post(server.url, {**request_body, **change})
+def test_bad_requests_get_400(sglang_server, request_body, change, message):
+    status, reply = post(sglang_server.url, {**request_body, **change})
     assert status == 400
     assert message in reply["error"]
 
 
-def test_unparseable_body_gets_400(server):
-    status, reply = post(server.url, b"{not json")
+def test_unparseable_body_gets_400(sglang_server):
+    status, reply = post(sglang_server.url, b"{not json")
     assert status == 400 and "bad request body" in reply["error"]
 
 
-def test_health_and_model_info(server):
-    with urllib.request.urlopen(server.url + "/health", timeout=10) as resp:
+def test_health_and_model_info(sglang_server):
+    with urllib.request.urlopen(sglang_server.url + "/health", timeout=10) as resp:
         assert resp.status == 200
-    with urllib.request.urlopen(server.url + "/get_model_info", timeout=10) as resp:
+    with urllib.request.urlopen(sglang_server.url + "/get_model_info", timeout=10) as resp:
         assert json.loads(resp.read())["is_generation"] is True
 
 
-def test_faults_apply_in_order_to_the_next_requests(server, request_body):
-    server.inject(Fault("status", status=502))
-    server.inject(Fault("body", body="garbage", status=200))
-    server.inject(Fault("abort"))
-    assert post(server.url, request_body)[0] == 502
-    assert post(server.url, request_body) == (200, "garbage")
-    assert post(server.url, request_body)[1]["meta_info"]["finish_reason"]["type"] == "abort"
-    assert post(server.url, request_body)[0] == 200
+def test_faults_apply_in_order_to_the_next_requests(sglang_server, request_body):
+    sglang_server.inject(Fault("status", status=502))
+    sglang_server.inject(Fault("body", body="garbage", status=200))
+    sglang_server.inject(Fault("abort"))
+    assert post(sglang_server.url, request_body)[0] == 502
+    assert post(sglang_server.url, request_body) == (200, "garbage")
+    assert post(sglang_server.url, request_body)[1]["meta_info"]["finish_reason"]["type"] == "abort"
+    assert post(sglang_server.url, request_body)[0] == 200
 
 
-def test_server_process_matches_the_in_process_server(server, request_body):
+def test_server_process_matches_the_in_process_server(sglang_server, request_body):
     with ServerProcess("qwen2_vl", seed=0) as child:
         remote = post(child.url, request_body)
-        local = post(server.url, request_body)
+        local = post(sglang_server.url, request_body)
         assert remote[0] == local[0] == 200
         remote_out, local_out = (
             np.array(r[1]["meta_info"]["output_token_logprobs"])[:, :2] for r in (remote, local)
