@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from vlm_envs.cli import main
+from vlm_envs.testing.server import stop_process
 
 pytest.importorskip("fastapi", reason="transformers serve needs the transformers[serving] extra")
 
@@ -84,12 +85,7 @@ def served_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
             time.sleep(0.3)
         yield base + "/v1", str(model_dir)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, grace_s=15)
         if proc.stderr is not None:
             proc.stderr.close()
 

@@ -20,6 +20,7 @@ import aiohttp
 import pytest
 
 from vlm_envs.eval import EvalConfig, run_eval
+from vlm_envs.testing.server import stop_process
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [
@@ -157,12 +158,7 @@ def test_report_renders_in_chromium_with_images_and_no_console_errors(tmp_path: 
     try:
         seen = asyncio.run(_inspect(browser, (out / "index.html").as_uri(), screenshot))
     finally:
-        browser.terminate()
-        try:
-            browser.wait(10)
-        except subprocess.TimeoutExpired:
-            browser.kill()
-            browser.wait()
+        stop_process(browser)
     assert seen["errors"] == []
     assert seen["episodes"] == 4
     assert seen["svgs"] >= 2

@@ -306,13 +306,7 @@ class ServerProcess:
 
     def stop(self) -> None:
         """Terminate the child and wait for it; calling it twice is fine."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
 
@@ -321,6 +315,17 @@ class ServerProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def stop_process(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """Terminate ``proc`` and wait for it, killing it if it outlives ``grace_s``; an ended one is left."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def build_test_engine(family: str = "qwen2_vl", seed: int = 0) -> TinyEngine:
