@@ -47,6 +47,13 @@ def test_a_step_that_raises_on_garbage_is_caught():
     assert not any(f.startswith("step(empty)") for f in found), found
 
 
+def test_placeholder_and_non_text_replies_are_probed():
+    found = failures_of(broken.RaisesOnPlaceholder(), rebuild=False)
+    assert any(f.startswith("step(image placeholder injection) raised ValueError") for f in found), found
+    assert any(f.startswith("step(invalid UTF-8 bytes) raised ValueError") for f in found), found
+    assert not any(f.startswith("step(None)") for f in found), found
+
+
 def test_a_step_that_hangs_is_caught_in_bounded_time():
     found = failures_of(broken.HangsOnLongInput(), rebuild=False, step_timeout=0.5)
     assert any("step(1 MB of text) did not return within 0.5 s" in f for f in found), found

@@ -145,7 +145,7 @@ def test_make_dataset_rows_replay_the_same_episode(
         # what the slime hook does with a row: build the env from its metadata, reset with its seed
         env = build_env(row["metadata"]["env"], sample={"metadata": row["metadata"]})
         obs, info = env.reset(seed=row["metadata"]["seed"])
-        assert obs.text == row["problem"]
+        assert obs.to_dict()["obs_str"] == row["problem"]
         assert info["grid_size"] == [7, 7]
         assert len(row["images"]) == len(obs.images) == 1
 

@@ -47,6 +47,15 @@ HOSTILE_RESPONSES: dict[str, str] = {
     "control characters": "".join(chr(c) for c in range(32)) * 10,
 }
 
+#: Replies that are not text (a buggy policy, a trainer passing ids): every env answers them as text.
+NON_TEXT_RESPONSES: dict[str, Any] = {
+    "None": None,
+    "an int": 5,
+    "a dict": {},
+    "bytes": b"<answer>Up</answer>",
+    "invalid UTF-8 bytes": b"\xff\xfe<image>",
+}
+
 #: Steps taken to fingerprint an episode and to drive it to its end.
 FINGERPRINT_STEPS = 8
 MAX_STEPS_TO_END = 500
@@ -65,8 +74,9 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
     """Run the conformance suite on ``env``; raise :class:`EnvCheckError` listing every failure.
 
     Checks: reset/step types, finite rewards and metrics, chat messages whose image parts match the
-    observation, same seed -> same episode (image bytes included), hostile responses never raise
-    and return within ``step_timeout`` seconds, step after the end raises, ``close()`` twice, and
+    observation, same seed -> same episode (image bytes included), hostile responses (``<image>``
+    and chat-template injections, non-text replies, ...) never raise and return within
+    ``step_timeout`` seconds, step after the end raises, ``close()`` twice, and
     (``rebuild``) the same episode when the env is rebuilt from its spec in another process.
     """
     name = env.spec.name if env.spec is not None else type(env).__name__
@@ -222,7 +232,7 @@ def _step_with_timeout(env: Env, response: str, timeout: float) -> tuple[Any, Ba
 def _check_hostile(env: Env, seed: int, step_timeout: float) -> list[str]:
     failures: list[str] = []
     env.reset(seed=seed)
-    for label, response in HOSTILE_RESPONSES.items():
+    for label, response in {**HOSTILE_RESPONSES, **NON_TEXT_RESPONSES}.items():
         result, error, hung = _step_with_timeout(env, response, step_timeout)
         if hung:
             return [*failures, f"step({label}) did not return within {step_timeout} s; bound the work"]

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import functools
+import inspect
+import numbers
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Literal, TypedDict
 
 from PIL import Image
@@ -44,8 +47,10 @@ class ChatMessage(TypedDict):
 class Observation(BaseModel):
     """What the env shows the model: text, images and the chat role it arrives under.
 
-    If ``text`` contains ``<image>`` placeholders there must be exactly one per image, and each
-    image is shown where its placeholder stands; without placeholders the images come first.
+    ``text`` is literal: a ``<image>`` inside it is plain text, never an image slot, so an env that
+    quotes a model's reply cannot have a slot forged or broken. Images are shown first, unless
+    ``image_slots`` places them: one offset into ``text`` per image, in order. Build interleaved
+    observations with :meth:`compose`.
     """
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, extra="forbid")
@@ -54,45 +59,114 @@ class Observation(BaseModel):
     images: list[Image.Image] = Field(default_factory=list)
     role: Role = "user"
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: Where each image stands: character offsets into ``text``, non-decreasing; empty: images first.
+    image_slots: tuple[int, ...] = ()
 
     @model_validator(mode="after")
-    def _placeholders_match_images(self) -> Observation:
-        n = self.text.count(IMAGE_PLACEHOLDER)
-        if n and n != len(self.images):
+    def _slots_fit(self) -> Observation:
+        slots = self.image_slots
+        if not slots:
+            return self
+        if len(slots) != len(self.images):
             raise ValueError(
-                f"text has {n} {IMAGE_PLACEHOLDER} placeholder(s) but the observation holds "
-                f"{len(self.images)} image(s): give one placeholder per image, or none"
+                f"{len(slots)} image slot(s) for {len(self.images)} image(s): give one slot per image, "
+                "or none (images first); Observation.compose(...) places them for you"
             )
+        if any(
+            not 0 <= a <= b <= len(self.text)
+            for a, b in zip(slots, (*slots[1:], len(self.text)), strict=True)
+        ):
+            raise ValueError(f"image slots {slots} must be non-decreasing offsets within the text")
         return self
+
+    @classmethod
+    def compose(
+        cls, *pieces: str | Image.Image, role: Role = "user", metadata: Mapping[str, Any] | None = None
+    ) -> Observation:
+        """An observation from pieces in display order: strings are literal text, images stand where
+        they are (``Observation.compose("Board:", frame, "Moves left: 3")``)."""
+        text: list[str] = []
+        images: list[Image.Image] = []
+        slots: list[int] = []
+        length = 0
+        for piece in pieces:
+            if isinstance(piece, Image.Image):
+                images.append(piece)
+                slots.append(length)
+            elif isinstance(piece, str):
+                text.append(piece)
+                length += len(piece)
+            else:
+                raise TypeError(f"compose() takes strings and PIL images, not {type(piece).__name__}")
+        return cls(
+            text="".join(text),
+            images=images,
+            role=role,
+            metadata=dict(metadata or {}),
+            image_slots=tuple(slots),
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        """No text (beyond whitespace) and no images: slime-shaped envs' "the question is in the prompt"."""
+        return not self.images and not self.text.strip()
 
     def parts(self) -> list[TextPart | ImagePart]:
         """Content parts in display order: ``{"type": "image", "image": PIL}`` and ``{"type": "text"}``."""
-        if not self.text.count(IMAGE_PLACEHOLDER):
-            parts: list[TextPart | ImagePart] = [{"type": "image", "image": im} for im in self.images]
-            if self.text:
-                parts.append({"type": "text", "text": self.text})
-            return parts
-        parts = []
-        pieces = self.text.split(IMAGE_PLACEHOLDER)
-        for i, piece in enumerate(pieces):
-            if piece:
-                parts.append({"type": "text", "text": piece})
-            if i < len(self.images):
-                parts.append({"type": "image", "image": self.images[i]})
+        slots = self.image_slots or (0,) * len(self.images)
+        parts: list[TextPart | ImagePart] = []
+        start = 0
+        for slot, image in zip(slots, self.images, strict=True):
+            if slot > start:
+                parts.append({"type": "text", "text": self.text[start:slot]})
+            parts.append({"type": "image", "image": image})
+            start = slot
+        if start < len(self.text):
+            parts.append({"type": "text", "text": self.text[start:]})
         return parts
 
     def to_dict(self) -> dict[str, Any]:
-        """The dict shape of slime's example envs: ``{"obs_str", "multi_modal_data"}``."""
-        data: dict[str, Any] = {"obs_str": self.text, "role": self.role}
+        """The dict shape of slime's example envs: ``{"obs_str", "multi_modal_data"}``, with a
+        ``<image>`` placeholder where each image stands."""
+        text = "".join(
+            IMAGE_PLACEHOLDER if p["type"] == "image" else p["text"]  # type: ignore[typeddict-item]
+            for p in self.parts()
+        )
+        data: dict[str, Any] = {"obs_str": text, "role": self.role}
         if self.images:
             data["multi_modal_data"] = {IMAGE_PLACEHOLDER: list(self.images)}
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], role: Role | None = None) -> Observation:
-        """Inverse of :meth:`to_dict`; also accepts dicts without ``role`` (slime's examples)."""
+        """Inverse of :meth:`to_dict`; also accepts dicts without ``role`` (slime's examples).
+        Placeholders are read as :meth:`with_placeholders` reads them."""
         images = list((data.get("multi_modal_data") or {}).get(IMAGE_PLACEHOLDER, []))
-        return cls(text=data.get("obs_str", ""), images=images, role=role or data.get("role", "user"))
+        return cls.with_placeholders(
+            str(data.get("obs_str") or ""), images, role=role or data.get("role") or "user"
+        )
+
+    @classmethod
+    def with_placeholders(
+        cls,
+        text: str,
+        images: Sequence[Image.Image],
+        role: Role = "user",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Observation:
+        """An observation from trusted text with ``<image>`` placeholders (dataset rows, slime dicts).
+
+        Placeholders become slots when there is one per image; otherwise the text stays literal and
+        the images come first. Never pass text a model wrote through here: use :meth:`compose`.
+        """
+        images = list(images)
+        pieces = text.split(IMAGE_PLACEHOLDER)
+        if images and len(pieces) == len(images) + 1:
+            interleaved: list[str | Image.Image] = [pieces[0]]
+            for image, piece in zip(images, pieces[1:], strict=True):
+                interleaved += [image, piece]
+            return cls.compose(*interleaved, role=role, metadata=metadata)
+        return cls(text=text, images=images, role=role, metadata=dict(metadata or {}))
 
 
 class StepInfo(BaseModel):
@@ -111,20 +185,62 @@ class EpisodeFinishedError(RuntimeError):
     """``step`` was called after the episode ended; call ``reset`` first."""
 
 
+#: Seeds are gymnasium's domain, bounded to what numpy and trainers store: ints in [0, 2**64).
+SEED_LIMIT = 1 << 64
+
+
+def check_seed(seed: Any) -> int | None:
+    """``seed`` as an int in ``[0, 2**64)`` or ``None``; anything else raises (never aliased)."""
+    if seed is None:
+        return None
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be None or an int in [0, 2**64), got {type(seed).__name__} {seed!r:.40}")
+    value = int(seed)
+    if not 0 <= value < SEED_LIMIT:
+        raise ValueError(f"seed must be an int in [0, 2**64), got {value}")
+    return value
+
+
+def response_text_of(response: Any) -> str:
+    """A reply as text: bytes decoded as UTF-8 (bad bytes replaced), ``None`` as ``""``, else ``str``."""
+    if isinstance(response, str):
+        return response
+    if isinstance(response, bytes | bytearray):
+        return bytes(response).decode("utf-8", errors="replace")
+    return "" if response is None else str(response)
+
+
 class Env(abc.ABC):
     """Base class of every environment.
 
     Subclasses implement :meth:`reset`, :meth:`step` and :meth:`episode_reward`; the rest has
     defaults. ``spec`` is set by :func:`vlm_envs.build_env` and lets the env be rebuilt elsewhere.
+
+    The protocol guards the door for every subclass: before a subclass's ``reset`` runs, ``seed``
+    is checked (:func:`check_seed`) and ``options`` must be a mapping; before its ``step`` runs, the
+    reply is made text (:func:`response_text_of`), so any input gets the env's own answer to text.
     """
 
     #: One-line description shown by ``vlm-envs list`` (defaults to the first docstring line).
     description: ClassVar[str] = ""
     spec: Any = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, guard in _GUARDS.items():
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "_guarded", False):
+                setattr(cls, name, guard(method))
+
     @abc.abstractmethod
-    def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
-        """Start an episode; the same seed and config give the same episode in any process."""
+    def reset(
+        self, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """Start an episode; the same seed, options and config give the same episode in any process.
+
+        ``options`` may pick the episode (a level, a problem id, a difficulty); an env that takes
+        none may leave the parameter out.
+        """
 
     @abc.abstractmethod
     def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
@@ -143,19 +259,86 @@ class Env(abc.ABC):
         return {"role": obs.role, "content": obs.parts()}
 
     def random_response(self, rng: random.Random) -> str:
-        """A plausible response for fuzzing, checking and the ``random`` policy."""
+        """A plausible response for fuzzing, checking and the ``random`` policy; draw only from ``rng``."""
         return rng.choice(["", "I am not sure.", "<answer>?</answer>"])
+
+    def oracle_response(self) -> str | None:
+        """The reply an optimal (or reference) player writes to the current observation, if any."""
+        return None
+
+    def tools(self) -> list[dict[str, Any]]:
+        """OpenAI function schemas of the env's tools (none by default)."""
+        return []
 
     def close(self) -> None:
         """Release resources; calling it twice is fine."""
 
-    async def areset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+    async def areset(
+        self, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
         """:meth:`reset` off the event loop."""
-        return await asyncio.to_thread(self.reset, seed)
+        if options is None:
+            return await asyncio.to_thread(self.reset, seed)
+        return await asyncio.to_thread(self.reset, seed, options)
 
     async def astep(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
         """:meth:`step` off the event loop."""
         return await asyncio.to_thread(self.step, response_text)
+
+
+def _checked_reset_args(env: Env, takes_options: bool, seed: Any, options: Any) -> tuple[tuple, dict]:
+    """The arguments to hand a subclass's reset: the seed checked, options a dict or left out."""
+    seed = check_seed(seed)
+    if options is None:
+        return (seed,), ({"options": None} if takes_options else {})
+    if not isinstance(options, Mapping):
+        raise TypeError(f"reset options must be a mapping, got {type(options).__name__}")
+    if not takes_options:
+        raise TypeError(f"{type(env).__name__}.reset takes no options, got {sorted(map(str, options))}")
+    return (seed,), {"options": dict(options)}
+
+
+def _guard_reset(reset: Callable[..., Any]) -> Callable[..., Any]:
+    takes_options = "options" in inspect.signature(reset).parameters
+    if inspect.iscoroutinefunction(reset):
+
+        @functools.wraps(reset)
+        async def aguarded(self: Env, seed: Any = None, options: Any = None) -> Any:
+            args, kwargs = _checked_reset_args(self, takes_options, seed, options)
+            return await reset(self, *args, **kwargs)
+
+        aguarded._guarded = True  # type: ignore[attr-defined]
+        return aguarded
+
+    @functools.wraps(reset)
+    def guarded(self: Env, seed: Any = None, options: Any = None) -> Any:
+        args, kwargs = _checked_reset_args(self, takes_options, seed, options)
+        return reset(self, *args, **kwargs)
+
+    guarded._guarded = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def _guard_step(step: Callable[..., Any]) -> Callable[..., Any]:
+    if inspect.iscoroutinefunction(step):
+
+        @functools.wraps(step)
+        async def aguarded(self: Env, response_text: Any) -> Any:
+            return await step(self, response_text_of(response_text))
+
+        aguarded._guarded = True  # type: ignore[attr-defined]
+        return aguarded
+
+    @functools.wraps(step)
+    def guarded(self: Env, response_text: Any) -> Any:
+        return step(self, response_text_of(response_text))
+
+    guarded._guarded = True  # type: ignore[attr-defined]
+    return guarded
+
+
+#: The methods whose arguments the protocol checks for every subclass that defines them.
+_GUARDS = {"reset": _guard_reset, "areset": _guard_reset, "step": _guard_step, "astep": _guard_step}
 
 
 def resolve_env_config(sample: Any = None, config: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -153,19 +153,19 @@ _JS = r"""
     d.appendChild(el('pre',null,text)); return d;}
   function image(src, t){const im=el('img'); im.src=src; im.alt='turn '+t.turn+' frame'; return im;}
   function observation(obs, t){
-    // images stand where their <image> placeholders are; without placeholders they come first
-    const d=el('div'), imgs=obs.images||[], pieces=obs.text.split('<image>');
+    // images stand at their slots (offsets into the text); without slots they come first
+    const d=el('div'), imgs=obs.images||[], text=obs.text||'', slots=obs.image_slots||[];
     d.appendChild(el('div','label', (t.turn===0?'env':'env feedback')+' ('+obs.role+')'));
     const body=el('div','obs');
-    if(pieces.length-1!==imgs.length){
-      const f=el('div','frames'); imgs.forEach(src=>f.appendChild(image(src,t))); body.appendChild(f);
-      body.appendChild(el('pre',null,obs.text));
-    } else {
-      pieces.forEach((piece,i)=>{
-        if(piece.trim()) body.appendChild(el('pre',null,piece.replace(/^\n|\n$/g,'')));
-        if(i<imgs.length){const f=el('div','frames'); f.appendChild(image(imgs[i],t)); body.appendChild(f);}
-      });
-    }
+    const at=slots.length===imgs.length?slots:imgs.map(()=>0);
+    let start=0;
+    imgs.forEach((src,i)=>{
+      const piece=text.slice(start,at[i]); start=at[i];
+      if(piece.trim()) body.appendChild(el('pre',null,piece.replace(/^\n|\n$/g,'')));
+      const f=el('div','frames'); f.appendChild(image(src,t)); body.appendChild(f);
+    });
+    const rest=text.slice(start);
+    if(rest.trim()) body.appendChild(el('pre',null,rest.replace(/^\n|\n$/g,'')));
     d.appendChild(body); return d;
   }
   function metrics(m){return Object.entries(m||{}).map(([k,v])=>k+'='+v).join('  ');}

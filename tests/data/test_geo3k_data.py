@@ -70,7 +70,9 @@ def test_rows_build_envs_for_their_problem(tmp_path):
     row = load_rows(root, split="train")[1]
     env = build_env("geo3k", sample=row)
     obs, info = env.reset()
-    assert info["ground_truth"] == "4" and obs.text.startswith("<image>Find x in figure train-1.")
+    assert info["ground_truth"] == "4" and obs.to_dict()["obs_str"].startswith(
+        "<image>Find x in figure train-1."
+    )
     assert obs.images[0].getpixel((0, 0)) == (10, 10, 10)
     assert env.step("\\boxed{4}")[2].reward == 1.0
 
@@ -91,7 +93,7 @@ def test_slime_processed_layout_keeps_its_tool_prompt(tmp_path):
     (problem,) = load_problems(root)
     env = Geo3kEnv(problem=problem)
     obs, _ = env.reset()
-    assert obs.text == "<image>Find x." + TOOL_PROMPT
+    assert obs.to_dict()["obs_str"] == "<image>Find x." + TOOL_PROMPT
 
 
 def test_missing_split_is_a_clear_error(tmp_path):
@@ -117,7 +119,7 @@ def test_write_slime_parquet_round_trip(tmp_path):
     loaded = load_rows(path)
     env = build_env("geo3k", sample=loaded[0])
     obs, info = env.reset()
-    assert obs.text == rows[0]["problem"] and env.max_turns == 4
+    assert obs.to_dict()["obs_str"] == rows[0]["problem"] and env.max_turns == 4
     assert env.step(f"\\boxed{{{info['ground_truth']}}}")[2].reward == 1.0
 
 
@@ -125,7 +127,7 @@ def test_slime_rows_prompt_is_the_envs_first_observation():
     (problem,) = generated_problems(1, seed=7)
     (row,) = slime_rows([problem], max_turns=3)
     obs, _ = Geo3kEnv(problem=problem, max_turns=3).reset()
-    assert row["problem"] == obs.text
+    assert row["problem"] == obs.to_dict()["obs_str"]
 
 
 def test_write_refuses_an_empty_set(tmp_path):

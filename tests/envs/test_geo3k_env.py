@@ -34,7 +34,7 @@ def test_first_observation_holds_the_diagram_the_problem_and_tool_instructions()
     env = Geo3kEnv(problem=PROBLEM, max_turns=4)
     obs, info = env.reset(0)
     assert obs.role == "user" and obs.images == [DIAGRAM]
-    assert obs.text.startswith("<image>Find x.")
+    assert obs.to_dict()["obs_str"].startswith("<image>Find x.")
     assert EXAMPLE_CALL in obs.text and "4 replies" in obs.text and "\\boxed{}" in obs.text
     assert info == {
         "problem": "<image>Find x.",
@@ -259,7 +259,7 @@ def test_build_from_a_dataset_row():
     row = {"problem": "<image>Find y.", "images": [DIAGRAM], "answer": "8.5", "id": 42}
     env = build_env("geo3k", sample=row)
     obs, info = env.reset(123)
-    assert obs.images == [DIAGRAM] and obs.text.startswith("<image>Find y.")
+    assert obs.images == [DIAGRAM] and obs.to_dict()["obs_str"].startswith("<image>Find y.")
     assert (info["ground_truth"], info["problem_id"]) == ("8.5", "42")
     assert env.step("\\boxed{8.5}")[2].reward == 1.0
 
@@ -274,7 +274,7 @@ def test_build_from_a_slime_sample_with_chat_messages_and_args():
     obs, info = env.reset()
     assert (
         env.max_turns == 5
-        and obs.text.startswith("<image>Find z.")
+        and obs.to_dict()["obs_str"].startswith("<image>Find z.")
         and info["ground_truth"] == "\\frac{5}{2}"
     )
     assert env.step("\\boxed{2.5}")[2].reward == 1.0
@@ -289,22 +289,22 @@ def test_build_from_a_rendered_qwen_prompt_and_env_config_in_metadata():
     sample.metadata = {"env_config": {"max_turns": 2}}
     env = build_env("geo3k", sample=sample, args=SimpleNamespace(max_turns=9))
     obs, _ = env.reset()
-    assert env.max_turns == 2 and obs.text.startswith("<image>Find w.")
+    assert env.max_turns == 2 and obs.to_dict()["obs_str"].startswith("<image>Find w.")
 
 
 def test_a_prompt_that_already_teaches_the_tool_is_not_taught_twice():
     text = "<image>Find x. Use calc_score via <tool_call>...</tool_call> to check."
     env = build_env("geo3k", problem=text, answer="3", images=[DIAGRAM])
     obs, _ = env.reset()
-    assert obs.text == text
+    assert obs.to_dict()["obs_str"] == text
 
 
 def test_images_and_placeholders_are_reconciled():
     env = build_env("geo3k", problem="Find x.", answer="3", images=[DIAGRAM, DIAGRAM])
     obs, _ = env.reset()
-    assert obs.text.startswith("<image><image>Find x.")
+    assert obs.to_dict()["obs_str"].startswith("<image><image>Find x.")
     env = build_env("geo3k", problem="<image>Find x.", answer="3")
-    assert not env.reset()[0].text.count("<image>")
+    assert not env.reset()[0].to_dict()["obs_str"].count("<image>")
 
 
 def test_bad_config_is_refused_with_a_clear_message():
@@ -356,3 +356,12 @@ def test_code_in_an_answer_never_runs(tmp_path):
     env.step(call(payload))
     env.step(f"\\boxed{{{payload}}}")
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("reply", ["The answer is \\boxed{<image>}", "<image><image>\\boxed{<|image_pad|>}"])
+def test_a_quoted_placeholder_gets_feedback_not_an_error(reply):
+    env = build_env("geo3k", problem="<image>Find x.", answer="12", images=[DIAGRAM])
+    env.reset(seed=0)
+    obs, done, info = env.step(reply)
+    assert done and not obs.images and info.reward == 0.0
+    assert "<image" in obs.text and not info.metrics["correct"]

@@ -62,7 +62,7 @@ def test_generated_rows_reproduce_the_first_observation():
         assert "grid_size" not in meta["env_config"] and meta["env_config"]["max_steps"] == 60
         env = build_env("vlm_envs.envs.sokoban", sample=row)
         obs, info = env.reset(seed=0)
-        assert obs.text == row["prompt"] and info["optimal_moves"] == row["optimal_moves"]
+        assert obs.to_dict()["obs_str"] == row["prompt"] and info["optimal_moves"] == row["optimal_moves"]
         assert base64.b64decode(row["images"][0].split(",", 1)[1]) == env.frame_png()
         layout, start = parse_level(info["level"])
         assert is_solved(layout, replay(layout, start, meta["solution"]))

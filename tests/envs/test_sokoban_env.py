@@ -37,7 +37,7 @@ def test_reset_info_and_first_observation():
     assert {"level", "optimal_moves", "optimal_exact", "seed", "attempt", "source"} <= set(info)
     assert info["seed"] == 5 and info["source"] == "generated" and info["optimal_exact"] is True
     assert info["level"] == env.ascii() and info["level"].count("$") == 2
-    assert obs.text.count(IMAGE_PLACEHOLDER) == 1 and len(obs.images) == 1
+    assert obs.to_dict()["obs_str"].count(IMAGE_PLACEHOLDER) == 1 and len(obs.images) == 1
     assert obs.images[0].mode == "RGB" and obs.images[0].size == (7 * 28, 7 * 28)
     assert "<answer>" in obs.text and "Push every box onto a target" in obs.text
     assert env.system_prompt() is None  # the instructions travel in the first observation
@@ -46,7 +46,7 @@ def test_reset_info_and_first_observation():
 def test_text_mode_shows_the_grid_and_no_image():
     env = build_env("sokoban", level=TWO_BOXES, render_mode="text")
     obs, _ = env.reset(seed=0)
-    assert not obs.images and IMAGE_PLACEHOLDER not in obs.text
+    assert not obs.images and IMAGE_PLACEHOLDER not in obs.to_dict()["obs_str"]
     assert TWO_BOXES in obs.text and "'$' box" in obs.text and "Moves left: 100" in obs.text
 
 
@@ -230,6 +230,6 @@ def test_hostile_answers_never_raise(text):
     for response in (text, f"<answer>{text}</answer>", f"<answer>{text}"):
         obs, done, step = env.step(response)
         assert isinstance(step.metrics["format_valid"], bool)
-        assert obs.text.count(IMAGE_PLACEHOLDER) == len(obs.images) == 1
+        assert obs.to_dict()["obs_str"].count(IMAGE_PLACEHOLDER) == len(obs.images) == 1
         if done:
             break

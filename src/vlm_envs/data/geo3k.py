@@ -93,7 +93,7 @@ def slime_rows(problems: Iterable[Geo3kProblem], max_turns: int = DEFAULT_MAX_TU
         obs, info = env.reset(0)
         rows.append(
             {
-                PROMPT_KEY: obs.text,
+                PROMPT_KEY: obs.to_dict()["obs_str"],
                 IMAGES_KEY: [{"bytes": _png(im), "path": None} for im in obs.images],
                 LABEL_KEY: problem.answer,
                 METADATA_KEY: {

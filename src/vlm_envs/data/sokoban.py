@@ -96,7 +96,7 @@ def _row(env: SokobanEnv, seed: int, knobs: Mapping[str, Any]) -> dict[str, Any]
         "optimal_exact": info["optimal_exact"],
     }
     return {
-        PROMPT_KEY: obs.text,
+        PROMPT_KEY: obs.to_dict()["obs_str"],
         IMAGES_KEY: [env.frame_data_uri()] if obs.images else [],
         METADATA_KEY: {
             "env": ENV_NAME,

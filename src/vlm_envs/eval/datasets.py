@@ -64,7 +64,7 @@ def env_rows(
                 metadata["env_config"] = env_config
             rows.append(
                 {
-                    PROMPT_KEY: obs.text,
+                    PROMPT_KEY: obs.to_dict()["obs_str"],
                     IMAGES_KEY: [{"bytes": _png(im), "path": None} for im in obs.images],
                     LABEL_KEY: "",
                     METADATA_KEY: metadata,

@@ -6,7 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, TextIO
 
-from vlm_envs.protocol import IMAGE_PLACEHOLDER, Env, Observation
+from vlm_envs.protocol import Env, Observation
 
 HELP = "Type your response and press Enter (:q quits, :help shows this)."
 
@@ -34,12 +34,9 @@ class PlaySession:
                 names.append(f"[image {i + 1}: {path}]")
             else:
                 names.append(f"[image {i + 1}: {image.width}x{image.height}, --save-frames DIR keeps it]")
-        text = obs.text
-        if text.count(IMAGE_PLACEHOLDER) == len(names):
-            for name in names:
-                text = text.replace(IMAGE_PLACEHOLDER, name, 1)
-        else:
-            text = "\n".join([*names, text])
+        shown = iter(names)
+        pieces = [p["text"].strip("\n") if p["type"] == "text" else next(shown) for p in obs.parts()]
+        text = "\n".join(piece for piece in pieces if piece)
         self._say(f"--- {obs.role} ---\n{text}")
         view = getattr(self.env, "ascii", None)
         if obs.images and callable(view):  # a text view of what the picture shows

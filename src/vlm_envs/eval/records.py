@@ -96,7 +96,7 @@ def _observation_record(obs: Observation | None, episode: int, turn: int, out_di
             target.parent.mkdir(parents=True, exist_ok=True)
             image.save(target, format="PNG")
         paths.append(rel)
-    return {"text": obs.text, "role": obs.role, "images": paths}
+    return {"text": obs.text, "role": obs.role, "images": paths, "image_slots": list(obs.image_slots)}
 
 
 def to_record(

@@ -16,6 +16,7 @@ list of parts ``{"type": "text", "text": ...}`` / ``{"type": "image", "image": P
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -42,11 +43,13 @@ VISION_PAD_TOKEN = "<|vision_pad|>"
 # Content of the reference conversation the observation deltas are cut from.
 _REF_SYSTEM = "S"
 _REF_USER = "U"
-_REF_ASSISTANT = "\u2063VLMENVS-ASSISTANT-TURN\u2063"
+# The codec's markers begin with _MARKER, which message text never holds whole (see ChatCodec.as_text).
+_MARKER = "\u2063VLMENVS-"
+_REF_ASSISTANT = f"{_MARKER}ASSISTANT-TURN\u2063"
 #: Observation deltas kept by content (Sokoban and other envs revisit the same observations).
 DELTA_CACHE_ENTRIES = 4096
 # Stands for the k-th assistant content in render_conversation (cannot occur in a template's own text).
-_SPLICE = "\u2063VLMENVS-SPLICE-{}\u2063"
+_SPLICE = _MARKER + "SPLICE-{}\u2063"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,6 +108,7 @@ class ChatCodec:
         if not self.chat_template:
             raise CodecError("the processor/tokenizer has no chat template: pass chat_template=")
         self._backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        self._structural = _structural_pattern(self.tokenizer)
         self._deltas: OrderedDict[tuple, Encoded] = OrderedDict()
         self._deltas_lock = threading.Lock()
 
@@ -164,10 +168,18 @@ class ChatCodec:
             add_generation_prompt=add_generation_prompt,
         )
 
+    def as_text(self, text: str) -> str:
+        """``text`` with every special-token string broken by a zero-width non-joiner, so that
+        message text (an env quoting a model, say) never tokenizes into chat or image structure."""
+        return self._structural.sub(_break, text) if text else text
+
     def _template_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        """The message as the template takes it. What the env shows (every role but the assistant's,
+        whose turns are the model's own ids or the codec's markers) goes through :meth:`as_text`."""
         content = message.get("content")
+        as_text = (lambda text: text) if message["role"] == "assistant" else self.as_text
         if content is None or isinstance(content, str):
-            return {"role": message["role"], "content": content or ""}
+            return {"role": message["role"], "content": as_text(content or "")}
         parts: list[dict[str, Any]] = []
         for part in content:
             kind = part.get("type")
@@ -176,7 +188,7 @@ class ChatCodec:
                     raise CodecError("an image part reached a text-only codec (a plain tokenizer)")
                 parts.append({"type": "image"})
             elif kind == "text" or (kind is None and "text" in part):
-                parts.append({"type": "text", "text": str(part.get("text", ""))})
+                parts.append({"type": "text", "text": as_text(str(part.get("text", "")))})
             else:
                 raise CodecError(f"unsupported content part type {kind!r} (only text and image)")
         if self.processor is None:  # text-only templates expect a string
@@ -357,3 +369,18 @@ def _message_key(message: Mapping[str, Any], images: list[ProcessedImage]) -> tu
 
 def _is_image_part(part: Mapping[str, Any]) -> bool:
     return part.get("type") == "image" or (part.get("type") is None and "image" in part)
+
+
+#: Breaks a special-token string (inserted after its first character).
+_ZWNJ = "\u200c"
+
+
+def _structural_pattern(tokenizer: Any) -> re.Pattern[str]:
+    """Special-token strings of ``tokenizer`` and the codec's own markers, longest first."""
+    special = {t.content for t in tokenizer.added_tokens_decoder.values() if t.special and len(t.content) > 1}
+    literals = sorted(special | {_MARKER}, key=len, reverse=True)
+    return re.compile("|".join(re.escape(t) for t in literals))
+
+
+def _break(match: re.Match[str]) -> str:
+    return match[0][0] + _ZWNJ + match[0][1:]

@@ -75,3 +75,12 @@ class NanReward(ColorsEnv):
     def step(self, response_text: str):
         obs, done, info = super().step(response_text)
         return obs, done, info.model_copy(update={"reward": float("nan")})
+
+
+class RaisesOnPlaceholder(ColorsEnv):
+    """Refuses replies that hold an image placeholder (as envs that quoted replies used to break)."""
+
+    def step(self, response_text: str):
+        if "<image>" in response_text:
+            raise ValueError("text has 1 <image> placeholder(s) but the observation holds 0 image(s)")
+        return super().step(response_text)

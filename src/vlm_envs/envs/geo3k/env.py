@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -13,7 +13,7 @@ from vlm_envs.envs.geo3k import messages
 from vlm_envs.envs.geo3k.diagrams import DEFAULT_IMAGE_SIZE, check_image_size
 from vlm_envs.envs.geo3k.problems import Geo3kProblem, check_kinds, generate_problem
 from vlm_envs.envs.geo3k.tool_calls import CLOSE_TAG, OPEN_TAG, CallStatus, ToolCall, parse_tool_call
-from vlm_envs.protocol import IMAGE_PLACEHOLDER, Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.protocol import IMAGE_PLACEHOLDER, SEED_LIMIT, Env, EpisodeFinishedError, Observation, StepInfo
 from vlm_envs.verify import Verdict, agrade, extract_boxed, grade
 
 DEFAULT_MAX_TURNS = 3
@@ -101,21 +101,49 @@ class Geo3kEnv(Env):
         """The ground-truth answer of the current episode (for a scripted ``reference`` policy)."""
         return self.problem.answer
 
+    def oracle_response(self) -> str | None:
+        """The reference player: checks the true answer with the tool first (when a turn is left
+        for the final answer), then answers it in ``\\boxed{}``."""
+        ep = self._episode
+        if ep is None or ep.done:
+            return None
+        if ep.turn == 0 and self.max_turns > 1:
+            return f"Let me check my answer. {self.tool_call(ep.problem.answer)}"
+        return f"The answer is \\boxed{{{ep.problem.answer}}}."
+
     # -- episode -------------------------------------------------------------------------------
 
-    def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
-        """A new episode on the problem for ``seed`` (``None``: the seed after the previous one)."""
-        seed = self._next_seed if seed is None else int(seed)
-        self._next_seed = seed + 1
-        if self._problems:
+    def reset(
+        self, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """A new episode on the problem for ``seed`` (``None``: the seed after the previous one).
+
+        ``options``: ``{"kinds": [...]}`` draws a generated problem of those kinds; ``{"index": i}``
+        takes problem ``i`` of the env's list.
+        """
+        options = dict(options or {})
+        unknown = set(options) - {"kinds", "index"}
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; Geo3k takes 'kinds' and 'index'")
+        seed = self._next_seed if seed is None else seed
+        self._next_seed = (seed + 1) % SEED_LIMIT
+        if "index" in options:
+            index = options["index"]
+            if not self._problems or not isinstance(index, int) or not 0 <= index < len(self._problems):
+                raise ValueError(
+                    f"option index={index!r} does not name one of {len(self._problems)} problems"
+                )
+            problem = self._problems[index]
+        elif self._problems and "kinds" not in options:
             problem = self._problems[seed % len(self._problems)]
         else:
-            problem = generate_problem(seed, self.kinds, self.image_size)
+            kinds = check_kinds(options["kinds"]) if "kinds" in options else self.kinds
+            problem = generate_problem(seed, kinds, self.image_size)
         self._episode = _Episode(problem)
         text = _place_images(problem.text, len(problem.images))
         if not messages.already_instructed(text):
             text = f"{text}\n\n{messages.instructions(self.max_turns)}"
-        obs = Observation(text=text, images=list(problem.images), metadata={"problem_id": problem.id})
+        obs = Observation.with_placeholders(text, problem.images, metadata={"problem_id": problem.id})
         info = {
             "problem": problem.text,
             "ground_truth": problem.answer,

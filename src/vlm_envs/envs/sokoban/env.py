@@ -22,6 +22,8 @@ import random
 import secrets
 from typing import Any
 
+from PIL import Image
+
 from vlm_envs.envs.sokoban.actions import format_answer, parse_answer
 from vlm_envs.envs.sokoban.board import (
     LEGEND,
@@ -38,7 +40,7 @@ from vlm_envs.envs.sokoban.config import SokobanConfig
 from vlm_envs.envs.sokoban.generator import generate_level
 from vlm_envs.envs.sokoban.render import Renderer, renderer
 from vlm_envs.envs.sokoban.solver import Solver
-from vlm_envs.protocol import IMAGE_PLACEHOLDER, Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
 
 _VISUAL_LEGEND = (
     "In the image: brown bricks are walls, beige cells are floor, a red ring is a target, an orange "
@@ -80,19 +82,31 @@ class SokobanEnv(Env):
     def __init__(self, config: SokobanConfig | None = None, **overrides: Any):
         if config is not None and overrides:
             config = SokobanConfig(**{**config.model_dump(exclude_unset=True), **overrides})
-        self.config = config if config is not None else SokobanConfig(**overrides)
+        #: The env's own config; ``config`` is the running episode's (``reset`` options may change it).
+        self.base_config = config if config is not None else SokobanConfig(**overrides)
+        self.config = self.base_config
         self._given = self.config.given_level()
         self._ep: _Episode | None = None
         self._solver: Solver | None = None
 
     # ----- episode lifecycle -----
 
-    def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
-        """A new episode; a generated level depends only on the seed and the config."""
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """A new episode; a generated level depends only on the seed and the config.
+
+        ``options`` override config fields for this episode only: a ``level`` to play, or a
+        difficulty (``grid_size``, ``num_boxes``, ``min_moves``, ``max_moves``, ...).
+        """
+        if options:
+            self.config = SokobanConfig(**{**self.base_config.model_dump(exclude_unset=True), **options})
+            self._given = self.config.given_level()
+        elif self.config is not self.base_config:
+            self.config, self._given = self.base_config, self.base_config.given_level()
         cfg = self.config
         if seed is None:
             seed = cfg.rng_seed if cfg.rng_seed is not None else secrets.randbits(63)
-        seed = int(seed)
         info: dict[str, Any] = {"seed": seed}
         if self._given is not None:
             layout, start = self._given
@@ -237,6 +251,10 @@ class SokobanEnv(Env):
             return None
         return format_answer(moves[: self.config.max_actions_per_step])
 
+    def oracle_response(self) -> str | None:
+        """The optimal player's next answer (:meth:`solver_response`)."""
+        return self.solver_response()
+
     def random_response(self, rng: random.Random) -> str:
         """A well-formed answer with random moves, in varied spelling and separators."""
         n = rng.randint(1, self.config.max_actions_per_step)
@@ -309,16 +327,14 @@ class SokobanEnv(Env):
     def _observation(self, header: str) -> Observation:
         ep = self._running()
         cfg = self.config
-        parts = [header]
-        images = []
+        pieces: list[str | Image.Image] = [header + "\n"]
         if cfg.shows_image:
-            parts.append(IMAGE_PLACEHOLDER)
-            images.append(ep.renderer.frame(ep.state))
+            pieces += [ep.renderer.frame(ep.state), "\n"]
         if cfg.shows_grid:
-            parts.append(to_ascii(ep.layout, ep.state))
+            pieces.append(to_ascii(ep.layout, ep.state) + "\n")
         left = cfg.max_steps - ep.moves_used
-        parts.append(
+        pieces.append(
             f"Boxes on targets: {boxes_on_target(ep.layout, ep.state)}/{len(ep.state.boxes)}. "
             f"Moves left: {left}."
         )
-        return Observation(text="\n".join(parts), images=images)
+        return Observation.compose(*pieces)
