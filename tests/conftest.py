@@ -4,8 +4,11 @@ tiny Qwen2-VL model behind the SGLang-compatible test server."""
 from __future__ import annotations
 
 import importlib
+import json
+import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,6 +20,24 @@ if TYPE_CHECKING:
 
 SUPPORT = Path(__file__).parent / "support"
 sys.path.insert(0, str(SUPPORT))
+
+# Every trajectory and Sample the suite produces, in any process, is checked against the Sample
+# contract (vlm_envs.rollout.contract); violations land in this file and fail the test that made them.
+CONTRACT_LOG = Path(tempfile.mkdtemp(prefix="vlm-envs-contract-")) / "violations.jsonl"
+CONTRACT_LOG.touch()
+CONTRACT_LOG_ENV = "VLM_ENVS_CONTRACT_LOG"  # vlm_envs.rollout.contract.LOG_ENV (read without torch here)
+os.environ[CONTRACT_LOG_ENV] = str(CONTRACT_LOG)
+
+
+@pytest.fixture(autouse=True)
+def sample_contract() -> Iterator[None]:
+    """Fails the test if any trajectory or Sample it produced broke the Sample contract."""
+    start = CONTRACT_LOG.stat().st_size
+    yield
+    with CONTRACT_LOG.open(encoding="utf-8") as log:
+        log.seek(start)
+        broken = [json.loads(line) for line in log if line.strip()]
+    assert not broken, f"the Sample contract was broken: {broken[:3]}"
 
 
 def write_distribution(root: Path, name: str, entry_points: dict[str, str], modules: dict[str, str]) -> None:

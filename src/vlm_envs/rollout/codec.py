@@ -16,6 +16,7 @@ list of parts ``{"type": "text", "text": ...}`` / ``{"type": "image", "image": P
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 import threading
 from collections import OrderedDict
@@ -25,6 +26,7 @@ from typing import Any
 import torch
 from PIL import Image
 
+from vlm_envs.rollout.contract import TokenSpace
 from vlm_envs.rollout.images import (
     CodecError,
     ProcessedImage,
@@ -131,6 +133,11 @@ class ChatCodec:
         self.stop_token_ids: list[int] = [self.end_of_turn_id] + (
             [eos] if eos is not None and eos != self.end_of_turn_id else []
         )
+
+    @functools.cached_property
+    def token_space(self) -> TokenSpace:
+        """What the Sample contract checks ids and image blocks against."""
+        return TokenSpace.of(self)
 
     # ---- images -----------------------------------------------------------------------------------
 

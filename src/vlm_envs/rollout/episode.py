@@ -20,6 +20,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from vlm_envs.protocol import Env, Observation, StepInfo
+from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, CodecError, Encoded, ProcessedImage
 from vlm_envs.rollout.engines import Engine, EngineError, EngineOutput, image_data_uri
 from vlm_envs.rollout.trajectory import (
@@ -131,6 +132,7 @@ class _Episode:
         self.sampling.setdefault("max_new_tokens", config.max_new_tokens)
         stop_ids = list(self.sampling.get("stop_token_ids") or [])
         self.sampling["stop_token_ids"] = stop_ids + [t for t in codec.stop_token_ids if t not in stop_ids]
+        self.space = codec.token_space
         self.engine_ids = array.array("q")  # grows every turn; an array is invisible to the collector
         self.image_uris: list[str] = []
         self.length = 0  # prompt + response tokens so far
@@ -311,6 +313,7 @@ async def run_episode(
             traj.template_check = TemplateCheck(ok=False, detail=_describe("template check", err))
         if not traj.template_check.ok and traj.status is not Status.FAILED:
             traj.status, traj.error = Status.FAILED, f"template check: {traj.template_check.detail}"
+    contract.enforce(traj, episode.space)
     return traj
 
 

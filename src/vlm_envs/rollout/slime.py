@@ -27,7 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 from vlm_envs.registry import build_env
-from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout import contract
+from vlm_envs.rollout.codec import ChatCodec, Encoded
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor, run_episode
 from vlm_envs.rollout.trajectory import Status, Trajectory
@@ -175,8 +176,12 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
             )
             await asyncio.get_running_loop().run_in_executor(rollout_executor(), traj.train_inputs)
         _fill_sample(args, sample, traj, codec, set_reward=config.set_reward)
+        violations = contract.sample_violations(sample, codec.token_space)
+        if violations:  # a bug of this library; the trainer still gets a valid, failed sample
+            contract.report("sample", violations)
+            return _fail(sample, record, f"contract: {violations[0]}", traj.prompt)
     except Exception as err:  # a Sample that refuses the data (slime's own checks) fails this sample only
-        return _fail(sample, record, f"filling the sample: {type(err).__name__}: {err}", traj.prompt_ids)
+        return _fail(sample, record, f"filling the sample: {type(err).__name__}: {err}", traj.prompt)
     finally:
         if env is not None:
             with contextlib.suppress(Exception):  # an env that fails to close must not take the sample down
@@ -201,14 +206,16 @@ async def reward(args: Any, sample: Any, **kwargs: Any) -> float:
     return float(record.get("reward", 0.0))
 
 
-def _fail(sample: Any, record: dict[str, Any], error: str, prompt_ids: list[int] | None = None) -> Any:
-    """Mark the sample FAILED with reward 0.0 and an empty, self-consistent response."""
+def _fail(sample: Any, record: dict[str, Any], error: str, prompt: Encoded | None = None) -> Any:
+    """Mark the sample FAILED with reward 0.0 and an empty, self-consistent response (after
+    ``prompt``, the episode's encoded prompt, when there is one)."""
     record.update(status=Status.FAILED.value, error=error, reward=0.0)
     sample.status = sample.Status.FAILED
     sample.reward = 0.0
-    if prompt_ids is not None:
-        sample.tokens = list(prompt_ids)
-    if prompt_ids is not None or not sample.tokens:
+    if prompt is not None:
+        sample.tokens = list(prompt.ids)
+        sample.multimodal_train_inputs = prompt.train_inputs() or None
+    if prompt is not None or not sample.tokens:
         sample.response, sample.response_length, sample.loss_mask, sample.rollout_log_probs = "", 0, [], []
     return sample
 

@@ -86,6 +86,19 @@ class Trajectory:
         empty = Encoded(ids=(), engine_ids=(), images=[], text="")
         return cls(prompt=empty, messages=[], status=Status.FAILED, error=error, reward=reward)
 
+    def discard_response(self, error: str, reward: float = 0.0) -> None:
+        """Keep only the prompt (its tokens and images) and end FAILED with ``error``."""
+        self.segments = []
+        self.images = list(self.prompt.images)
+        self.status, self.error, self.reward = Status.FAILED, error, reward
+        self._train_inputs = None
+
+    def discard_prompt(self) -> None:
+        """Keep nothing at all (after :meth:`discard_response`, when the prompt itself is unusable)."""
+        self.prompt = Encoded(ids=(), engine_ids=(), images=[], text="")
+        self.images = []
+        self._train_inputs = None
+
     @property
     def prompt_ids(self) -> list[int]:
         return list(self.prompt.ids)

@@ -1,0 +1,163 @@
+"""The Sample contract, stated once: what every trajectory and every Sample handed to a trainer holds.
+
+- token ids are ints in ``[0, vocab)``;
+- ``len(loss_mask) == len(log_probs) == response_length``; the mask is 0/1; log probs are finite and
+  <= 0 where the mask is 1 and exactly 0.0 where it is 0;
+- images (Qwen-VL, merge size m): one run of ``prod(grid) / m**2`` pad tokens per image, in the order
+  of the grid rows; no image without its tokens, no pad run without its image;
+  ``pixel_values.shape[0] == sum(prod(grid))``;
+- no image special token among the generated (mask-1) tokens; a Sample's status is never PENDING.
+
+:func:`trajectory_violations` and :func:`sample_violations` list what a value breaks; :func:`enforce`
+runs at the end of every episode and every filled Sample. A violation is a bug of this library: the
+episode is failed with an empty response, and where ``VLM_ENVS_CONTRACT_LOG`` names a file (the test
+suite sets it) the violation is appended there, from any process, so no test can miss one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Sequence
+from typing import Any
+
+#: File the violations are appended to, one JSON line each (set by the test suite).
+LOG_ENV = "VLM_ENVS_CONTRACT_LOG"
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenSpace:
+    """What the contract needs to know about the model's tokens (from a :class:`ChatCodec`)."""
+
+    vocab_size: int
+    image_token_id: int | None = None
+    special_image_ids: frozenset[int] = frozenset()
+    merge_size: int = 2
+
+    @classmethod
+    def of(cls, codec: Any) -> TokenSpace:
+        vision = getattr(codec, "vision", None)
+        return cls(
+            vocab_size=len(codec.tokenizer),
+            image_token_id=codec.image_token_id,
+            special_image_ids=frozenset(codec.special_image_ids),
+            merge_size=vision.merge_size if vision is not None else 2,
+        )
+
+
+def token_violations(
+    prompt: Sequence[int],
+    response: Sequence[int],
+    loss_mask: Sequence[int],
+    log_probs: Sequence[float],
+    grids: Sequence[Sequence[int]],
+    pixel_rows: int | None,
+    space: TokenSpace,
+) -> list[str]:
+    """What the token-level data breaks (empty when it keeps the contract)."""
+    found: list[str] = []
+    tokens = [*prompt, *response]
+    bad = next((t for t in tokens if type(t) is not int or not 0 <= t < space.vocab_size), None)
+    if bad is not None:
+        found.append(f"token id {bad!r} is not an int in [0, {space.vocab_size})")
+    n = len(response)
+    if not len(loss_mask) == len(log_probs) == n:
+        found.append(f"loss_mask {len(loss_mask)}, log_probs {len(log_probs)}, response {n}: lengths differ")
+        return found
+    if any(m not in (0, 1) for m in loss_mask):
+        found.append("loss_mask holds a value other than 0 and 1")
+    for i, (m, lp) in enumerate(zip(loss_mask, log_probs, strict=True)):
+        if m == 1 and not (isinstance(lp, float | int) and math.isfinite(lp) and lp <= 0.0):
+            found.append(f"response token {i} is trainable with log prob {lp!r} (must be finite and <= 0)")
+            break
+        if m == 0 and lp != 0.0:
+            found.append(f"response token {i} is not trainable but has log prob {lp!r} (must be 0.0)")
+            break
+    generated_special = [
+        t for t, m in zip(response, loss_mask, strict=True) if m == 1 and t in space.special_image_ids
+    ]
+    if generated_special:
+        found.append(f"a trainable token is an image special token ({generated_special[0]})")
+    found += _image_violations(tokens, grids, pixel_rows, space)
+    return found
+
+
+def _image_violations(
+    tokens: Sequence[int], grids: Sequence[Sequence[int]], pixel_rows: int | None, space: TokenSpace
+) -> list[str]:
+    runs: list[int] = []
+    pad, length = space.image_token_id, 0
+    for t in tokens:
+        if t == pad:
+            length += 1
+        elif length:
+            runs.append(length)
+            length = 0
+    if length:
+        runs.append(length)
+    expected = [math.prod(g) // space.merge_size**2 for g in grids]
+    found = []
+    if runs != expected:
+        found.append(f"image pad runs {runs[:8]} do not match the grids' token counts {expected[:8]}")
+    if pixel_rows is not None and pixel_rows != sum(math.prod(g) for g in grids):
+        found.append(f"{pixel_rows} pixel rows for grids totalling {sum(math.prod(g) for g in grids)}")
+    return found
+
+
+def trajectory_violations(traj: Any, space: TokenSpace) -> list[str]:
+    """What a :class:`~vlm_envs.rollout.trajectory.Trajectory` breaks."""
+    grids = [image.grid_thw for image in traj.images]
+    return token_violations(
+        traj.prompt_ids, traj.response_ids, traj.loss_mask, traj.log_probs, grids, None, space
+    )
+
+
+def sample_violations(sample: Any, space: TokenSpace) -> list[str]:
+    """What a slime ``Sample`` breaks (its response is the last ``response_length`` tokens)."""
+    n = int(sample.response_length or 0)
+    tokens = list(sample.tokens or [])
+    if n > len(tokens):
+        return [f"response_length {n} exceeds the {len(tokens)} tokens"]
+    inputs = sample.multimodal_train_inputs or {}
+    grid = inputs.get("image_grid_thw")
+    grids = grid.tolist() if grid is not None else []
+    pixels = inputs.get("pixel_values")
+    found = token_violations(
+        tokens[: len(tokens) - n],
+        tokens[len(tokens) - n :],
+        list(sample.loss_mask or []),
+        list(sample.rollout_log_probs or []),
+        grids,
+        None if pixels is None else int(pixels.shape[0]),
+        space,
+    )
+    if getattr(sample.status, "name", None) == "PENDING":
+        found.append("status is PENDING")
+    if set(inputs) - {"pixel_values", "image_grid_thw"}:
+        found.append(f"multimodal_train_inputs holds {sorted(inputs)}, not only pixel_values, image_grid_thw")
+    return found
+
+
+def enforce(traj: Any, space: TokenSpace) -> list[str]:
+    """Check a finished trajectory; one that breaks the contract keeps only its prompt and FAILS.
+
+    Returns the violations (reported, see :func:`report`).
+    """
+    violations = trajectory_violations(traj, space)
+    if violations:
+        report("trajectory", violations)
+        traj.discard_response(f"contract: {violations[0]}")
+        if trajectory_violations(traj, space):  # the prompt itself is bad: nothing can be kept
+            traj.discard_prompt()
+    return violations
+
+
+def report(where: str, violations: list[str]) -> None:
+    """Append ``violations`` to the ``VLM_ENVS_CONTRACT_LOG`` file, if one is named."""
+    path = os.environ.get(LOG_ENV)
+    if path and violations:
+        line = json.dumps({"where": where, "pid": os.getpid(), "violations": violations})
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(line + "\n")
