@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from vlm_envs.eval.lock import FolderBusyError, folder_lock
+from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock
 from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions, build_policy
 from vlm_envs.eval.progress import Progress
 from vlm_envs.eval.records import EpisodeResult, TurnResult, json_safe, to_record
@@ -141,13 +141,16 @@ def _prepare_out(config: EvalConfig, held: contextlib.ExitStack) -> list[dict[st
         raise EvalError(f"output path {str(out)!r} is a file, not a folder")
     try:
         out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise EvalError(f"cannot create output folder {str(out)!r}: {err.strerror or err}") from err
+    try:
         held.enter_context(folder_lock(out))
     except FolderBusyError as err:
         raise EvalError(
             f"{str(out)!r} is in use by another run ({err}); wait for it, stop it, or use another --out"
         ) from None
     except OSError as err:
-        raise EvalError(f"cannot create output folder {str(out)!r}: {err.strerror or err}") from err
+        raise EvalError(f"cannot lock {str(out / LOCK_FILE)!r}: {err.strerror or err}") from err
     results = out / RESULTS
     if not config.resume:
         if results.exists() and results.stat().st_size:
