@@ -123,7 +123,7 @@ def test_openai_policy_failed_requests_end_episodes_not_the_run(
     out = tmp_path / "run"
     # a model the server does not serve: it answers HTTP 400 (no retry), and each episode ends as failed
     argv = ["eval", "sokoban", "--policy", f"openai:{url}", "--model", str(tmp_path / "no-model"), "-n", "2"]
-    assert main([*argv, "--out", str(out), "--quiet"]) == 0
+    assert main([*argv, "--out", str(out), "--quiet"]) == 1  # every episode failed: the run measured nothing
     records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert len(records) == 2
     assert all(r["status"] == "failed" and r["error"].startswith("policy: ") for r in records)

@@ -1,7 +1,8 @@
 """The ``vlm-envs`` command: ``list``, ``play``, ``eval`` and ``make-dataset``.
 
 Problems the user must fix (unknown env or policy, unreachable server, bad output path, bad
-config) end with one ``vlm-envs: error: ...`` line on stderr and exit code 2, no traceback.
+config) end with one ``vlm-envs: error: ...`` line on stderr and exit code 2, no traceback. An
+eval in which every episode FAILED exits 1 (see :data:`EVAL_EPILOG`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,16 @@ from typing import Any, NoReturn
 from vlm_envs.registry import EnvLoadError, UnknownEnvError, list_envs
 
 USAGE_ERROR = 2
+#: ``eval`` exit code when every episode ended FAILED: the run measured nothing.
+ALL_FAILED = 1
+DEFAULT_EPISODES = 32
+EVAL_EPILOG = """\
+exit status: 0 when the eval ran (episodes that FAILED are counted on a FAILED: line of the
+summary); 1 when every episode FAILED (summary and report are still written); 2 for a problem to
+fix before it can run (bad env, policy or options, unreachable server or tokenizer, an output folder
+in use by another run, a corrupt results.jsonl, or --resume -n below the episodes already recorded);
+130 when interrupted. --resume without -n continues to the n the run in --out was started with.
+"""
 
 
 class UsageError(Exception):
@@ -89,10 +100,18 @@ def cmd_play(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate a policy on an env and write results, summary and report."""
     from vlm_envs.eval.policies import PolicyOptions
-    from vlm_envs.eval.runner import EvalConfig, EvalError, run_eval
+    from vlm_envs.eval.runner import EvalConfig, EvalError, recorded_run, run_eval
 
     kind = args.policy.partition(":")[0]
     out = Path(args.out) if args.out else Path("runs") / f"{args.env}-{kind}"
+    n = args.n
+    if n is None:  # a resumed run continues to the n it was started with
+        try:
+            before = recorded_run(out) if args.resume else None
+        except EvalError as err:
+            raise UsageError(str(err)) from err
+        recorded_n = (before or {}).get("n")
+        n = recorded_n if type(recorded_n) is int else DEFAULT_EPISODES
     options = PolicyOptions(
         model=args.model,
         tokenizer=args.tokenizer,
@@ -105,7 +124,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     config = EvalConfig(
         env=args.env,
         policy=args.policy,
-        n=args.n,
+        n=n,
         out=out,
         seed=args.seed,
         concurrency=args.concurrency,
@@ -124,8 +143,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         f"(95% CI {low:.1%}-{high:.1%}), mean reward {summary['mean_reward']:.3f}, "
         f"mean turns {summary['mean_turns']:.2f}"
     )
+    if summary["failed"]:
+        first_error = " ".join(str(summary["first_error"]).split())[:300]
+        print(f"FAILED: {summary['failed']} of {summary['episodes']} episodes (first error: {first_error})")
     print(f"report: {(out / 'index.html').resolve()}")
-    return 0
+    return ALL_FAILED if 0 < summary["failed"] == summary["episodes"] else 0
 
 
 def cmd_make_dataset(args: argparse.Namespace) -> int:
@@ -175,13 +197,21 @@ def build_parser() -> argparse.ArgumentParser:
     play.set_defaults(func=cmd_play)
 
     ev = sub.add_parser(
-        "eval", help="evaluate a policy on an env; writes results, summary and an HTML report"
+        "eval",
+        help="evaluate a policy on an env; writes results, summary and an HTML report",
+        epilog=EVAL_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     env_options(ev)
     ev.add_argument(
         "--policy", required=True, help="solver | reference | random | openai:BASE_URL | sglang:URL"
     )
-    ev.add_argument("-n", type=int, default=32, help="number of episodes (default 32)")
+    ev.add_argument(
+        "-n",
+        type=int,
+        default=None,
+        help=f"number of episodes (default {DEFAULT_EPISODES}; with --resume, the n of the run in --out)",
+    )
     ev.add_argument("--concurrency", type=int, default=8, help="episodes at a time (default 8)")
     ev.add_argument("--out", help="output folder (default runs/ENV-POLICY)")
     ev.add_argument("--resume", action="store_true", help="play only the episodes missing from --out")

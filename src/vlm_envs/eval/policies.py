@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import dataclasses
+import hashlib
 import random
 from collections.abc import Callable
 from typing import Any
@@ -67,6 +68,17 @@ class EpisodeState:
     rng: random.Random
 
 
+def policy_rng(salt: str, seed: int) -> random.Random:
+    """A generator for a policy's episode ``seed``, independent of the env's ``random.Random(seed)``.
+
+    Seeding with ``seed`` itself would replay the env's own stream: on an env that draws its task
+    from ``random.Random(seed)`` a random baseline would draw the answer. Hashing ``salt`` with the
+    seed gives an unrelated stream that is still the same in every process.
+    """
+    digest = hashlib.sha256(f"{salt}\0{seed}".encode()).digest()
+    return random.Random(int.from_bytes(digest, "big"))
+
+
 class Policy(abc.ABC):
     """Plays whole episodes of an env."""
 
@@ -90,6 +102,9 @@ class Policy(abc.ABC):
 class TurnPolicy(Policy):
     """A policy that answers one observation at a time; :meth:`play` runs the env loop."""
 
+    #: Mixed with the episode seed for ``EpisodeState.rng`` (see :func:`policy_rng`).
+    rng_salt = "vlm-envs policy"
+
     @abc.abstractmethod
     async def reply(self, state: EpisodeState) -> Reply:
         """The response to ``state.observation``; raise :class:`ModelError` if the model fails."""
@@ -98,7 +113,7 @@ class TurnPolicy(Policy):
         obs, info = await env.areset(seed=seed)
         system = env.system_prompt()
         messages = ([{"role": "system", "content": system}] if system else []) + [env.format_observation(obs)]
-        state = EpisodeState(env, seed, 0, max_turns, messages, obs, random.Random(seed))
+        state = EpisodeState(env, seed, 0, max_turns, messages, obs, policy_rng(self.rng_salt, seed))
         turns = [TurnResult(obs)]
         status, error = "truncated", None
         last_prompt, generated = None, 0
@@ -182,9 +197,10 @@ class ReferencePolicy(TurnPolicy):
 
 
 class RandomPolicy(TurnPolicy):
-    """``env.random_response(rng)`` with a generator seeded by the episode seed."""
+    """``env.random_response(rng)``, with a generator derived from (not equal to) the episode seed."""
 
     name = "random"
+    rng_salt = "vlm-envs random policy"
 
     async def reply(self, state: EpisodeState) -> Reply:
         return Reply(state.env.random_response(state.rng))

@@ -3,12 +3,15 @@
 The folder holds ``run.json`` (what was asked), ``results.jsonl`` (one line per finished episode,
 appended and flushed as it finishes), ``frames/`` (every observation image as PNG),
 ``summary.json`` and ``index.html``. Episode ``i`` plays seed ``seed + i``; ``resume`` plays only
-the episodes missing from ``results.jsonl`` (a line cut short by a kill is dropped first).
+the episodes missing from ``results.jsonl`` (a line cut short by a kill is dropped first; any
+other bad line stops the run with its line number). ``run.lock`` keeps a second run out of a folder
+while one writes to it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import types
@@ -16,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock
 from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions, build_policy
 from vlm_envs.eval.progress import Progress
 from vlm_envs.eval.records import EpisodeResult, TurnResult, json_safe, to_record
@@ -77,8 +81,22 @@ def make_env(config: EvalConfig) -> Env:
     return build_env(config.env, args=args, **dict(config.env_config))
 
 
+def _record(line: bytes) -> dict[str, Any]:
+    """One ``results.jsonl`` line as a record; ``ValueError`` saying why if it is not one."""
+    record = json.loads(line)  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+    if not isinstance(record, dict):
+        raise ValueError(f"a JSON {type(record).__name__}, not an object")
+    episode = record.get("episode")
+    if type(episode) is not int or episode < 0:
+        raise ValueError(f"episode is {episode!r}, not an index")
+    return record
+
+
 def read_results(path: Path, repair: bool = False) -> list[dict[str, Any]]:
-    """The complete records of ``results.jsonl``; with ``repair``, a partial last line is cut off."""
+    """The complete records of ``results.jsonl``; with ``repair``, a partial last line is cut off.
+
+    Raises :class:`EvalError` naming the file and line of a complete line that is not a record.
+    """
     if not path.exists():
         return []
     data = path.read_bytes()
@@ -87,14 +105,37 @@ def read_results(path: Path, repair: bool = False) -> list[dict[str, Any]]:
         with path.open("r+b") as f:
             f.truncate(end)
     records = []
-    for line in data[:end].splitlines():
-        if line.strip():
-            records.append(json.loads(line))
+    for number, line in enumerate(data[:end].splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(_record(line))
+        except ValueError as err:
+            raise EvalError(
+                f"{path}:{number}: not an episode record ({one_line(err, 120)}); delete that line "
+                "(--resume plays its episode again) or use another --out"
+            ) from None
     return records
 
 
-def _prepare_out(config: EvalConfig) -> list[dict[str, Any]]:
-    """Check and create the output folder; returns the records a resumed run keeps."""
+def recorded_run(out: Path) -> dict[str, Any] | None:
+    """The ``run.json`` of the run in ``out``, or ``None`` if there is none."""
+    path = out / RUN
+    if not path.is_file():
+        return None
+    try:
+        run = json.loads(path.read_bytes())
+    except ValueError as err:
+        raise EvalError(
+            f"{path} is not valid JSON ({one_line(err, 120)}); fix it or use another --out"
+        ) from None
+    if not isinstance(run, dict):
+        raise EvalError(f"{path} holds no run description; fix it or use another --out")
+    return run
+
+
+def _prepare_out(config: EvalConfig, held: contextlib.ExitStack) -> list[dict[str, Any]]:
+    """Check, create and lock the output folder; returns the records a resumed run keeps."""
     out = config.out
     if out.exists() and not out.is_dir():
         raise EvalError(f"output path {str(out)!r} is a file, not a folder")
@@ -102,21 +143,36 @@ def _prepare_out(config: EvalConfig) -> list[dict[str, Any]]:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise EvalError(f"cannot create output folder {str(out)!r}: {err.strerror or err}") from err
+    try:
+        held.enter_context(folder_lock(out))
+    except FolderBusyError as err:
+        raise EvalError(
+            f"{str(out)!r} is in use by another run ({err}); wait for it, stop it, or use another --out"
+        ) from None
+    except OSError as err:
+        raise EvalError(f"cannot lock {str(out / LOCK_FILE)!r}: {err.strerror or err}") from err
     results = out / RESULTS
-    run_file = out / RUN
     if not config.resume:
         if results.exists() and results.stat().st_size:
             raise EvalError(f"{str(out)!r} already holds results: pass --resume, or choose another --out")
         return []
-    if run_file.exists():
-        before = json.loads(run_file.read_text())
+    before = recorded_run(out)
+    if before is not None:
         changed = [k for k in _SAME_RUN_KEYS if before.get(k) != config.run_info().get(k)]
         if changed:
             raise EvalError(
                 f"--resume in {str(out)!r}: {', '.join(changed)} differ from the run there ({RUN}); "
                 "use the same options or another --out"
             )
-    return read_results(results, repair=True)
+    kept = read_results(results, repair=True)
+    episodes = {r["episode"] for r in kept}
+    if episodes and max(episodes) >= config.n:  # the summary would silently drop recorded episodes
+        raise EvalError(
+            f"--resume -n {config.n}: {str(out)!r} already records {len(episodes)} episodes (up to "
+            f"episode {max(episodes)}); pass -n {max(episodes) + 1} or more (or leave -n out), "
+            "or use another --out"
+        )
+    return kept
 
 
 def _check(config: EvalConfig, policy: Policy) -> None:
@@ -153,17 +209,20 @@ async def _episode(config: EvalConfig, policy: Policy, index: int) -> EpisodeRes
         env.close()
 
 
-async def _run(config: EvalConfig, policy: Policy, progress_stream: TextIO | None) -> None:
-    """Start the policy (so an unreachable server fails before any file is written), then play."""
+async def _run(
+    config: EvalConfig, policy: Policy, progress_stream: TextIO | None, held: contextlib.ExitStack
+) -> None:
+    """Start the policy (so an unreachable server fails before any file is written), then lock the
+    folder into ``held`` and play."""
     try:
         await policy.start()
     except PolicyError as err:
         await policy.close()
         raise EvalError(str(err)) from err
     try:
-        kept = _prepare_out(config)
+        kept = _prepare_out(config, held)
         (config.out / RUN).write_text(json.dumps(config.run_info(), indent=2) + "\n")
-        done = {r["episode"] for r in kept if r.get("episode", -1) < config.n}
+        done = {r["episode"] for r in kept}
         progress = None
         if progress_stream is not None:
             successes = sum(bool(r.get("success")) for r in kept if r.get("episode") in done)
@@ -204,10 +263,11 @@ def run_eval(
     except PolicyError as err:
         raise EvalError(str(err)) from err
     _check(config, policy)
-    asyncio.run(_run(config, policy, progress_stream))
-    latest = {r["episode"]: r for r in read_results(config.out / RESULTS) if r["episode"] < config.n}
-    records = [latest[i] for i in sorted(latest)]
-    summary = summarize(records, config.run_info())
-    (config.out / SUMMARY).write_text(json.dumps(json_safe(summary), indent=2) + "\n")
-    write_report(config.out, records, summary)
+    with contextlib.ExitStack() as held:  # the folder stays locked until the report is written
+        asyncio.run(_run(config, policy, progress_stream, held))
+        latest = {r["episode"]: r for r in read_results(config.out / RESULTS)}
+        records = [latest[i] for i in sorted(latest)]
+        summary = summarize(records, config.run_info())
+        (config.out / SUMMARY).write_text(json.dumps(json_safe(summary), indent=2) + "\n")
+        write_report(config.out, records, summary)
     return summary

@@ -12,27 +12,12 @@ from typing import Any
 import aiohttp
 
 from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions
+from vlm_envs.eval.processors import load_processor
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-
-
-def load_processor(path: str) -> Any:
-    """A processor (``AutoProcessor``) from ``path``, or its tokenizer where no processor loads."""
-    from transformers import AutoProcessor, AutoTokenizer
-
-    try:
-        return AutoProcessor.from_pretrained(path)
-    except Exception as processor_error:  # a VLM processor can fail in many ways (e.g. no torchvision)
-        try:
-            return AutoTokenizer.from_pretrained(path)
-        except Exception as err:
-            raise PolicyError(
-                f"cannot load a processor or tokenizer from {path!r}: {type(processor_error).__name__}: "
-                f"{processor_error}; {type(err).__name__}: {err}"
-            ) from err
 
 
 class _RecordingEnv(Env):

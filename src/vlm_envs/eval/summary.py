@@ -45,7 +45,8 @@ def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = 
     """The summary of ``results.jsonl`` records (``run`` is copied in as the run's description).
 
     ``metrics`` averages each episode's final metrics over the episodes that report them
-    (``metric_counts`` says how many); ``turn_metrics`` averages every turn's.
+    (``metric_counts`` says how many); ``turn_metrics`` averages every turn's. ``failed`` counts
+    the episodes that ended ``failed`` and ``first_error`` is the first one's error, in record order.
     """
     n = len(records)
     successes = sum(bool(r.get("success")) for r in records)
@@ -54,6 +55,7 @@ def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = 
     generated = [float(r["generated_tokens"]) for r in records if r.get("generated_tokens") is not None]
     turn_metrics = (t.get("metrics") or {} for r in records for t in r.get("turns", []) if "metrics" in t)
     final = _metric_values(r.get("metrics") or {} for r in records)
+    failed = [r for r in records if r.get("status") == "failed"]
     return {
         "run": dict(run or {}),
         "episodes": n,
@@ -65,6 +67,8 @@ def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = 
         "mean_tokens": _mean(tokens),
         "mean_generated_tokens": _mean(generated),
         "status_counts": dict(sorted(Counter(str(r.get("status")) for r in records).items())),
+        "failed": len(failed),
+        "first_error": failed[0].get("error") if failed else None,
         "metrics": {name: sum(v) / len(v) for name, v in final.items()},
         "metric_counts": {name: len(v) for name, v in final.items()},
         "turn_metrics": {name: sum(v) / len(v) for name, v in _metric_values(turn_metrics).items()},
