@@ -23,8 +23,8 @@ from PIL import Image
 from vlm_envs.protocol import (
     IMAGE_PLACEHOLDER,
     ChatMessage,
-    EpisodeFinishedError,
     Env,
+    EpisodeFinishedError,
     MetricValue,
     Observation,
     StepInfo,
@@ -103,8 +103,11 @@ class SlimeEnvAdapter(Env):
         raw = dict(raw or {})
         images = [_image(im) for ims in (raw.get("multi_modal_data") or {}).values() for im in ims or ()]
         data = {"obs_str": str(raw.get("obs_str") or ""), "multi_modal_data": {IMAGE_PLACEHOLDER: images}}
-        if raw.get("role"):
-            data["role"] = raw["role"]
+        role = raw.get("role")
+        if not role and self._format is not None:  # the role their message gives an observation without one
+            role = (self._format(dict(raw)) or {}).get("role")
+        if role in ("user", "tool"):
+            data["role"] = role
         obs = Observation.from_dict(data)
         self._last = (obs, raw)
         return obs

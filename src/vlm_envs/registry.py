@@ -179,9 +179,7 @@ def get_spec(name_or_path: str) -> EnvSpec:
         tried = f"no file {str(path)!r}"
     elif not _TARGET_RE.match(name_or_path):
         tried = "not a module path"
-    elif "." in name_or_path or ":" in name_or_path:
-        return EnvSpec(name=name_or_path, target=name_or_path)
-    elif _find_top_level(name_or_path):
+    elif "." in name_or_path or ":" in name_or_path or _find_top_level(name_or_path):
         return EnvSpec(name=name_or_path, target=name_or_path)
     else:
         tried = f"no module {name_or_path!r} on sys.path"

@@ -218,7 +218,9 @@ class ChatCodec:
             rows = math.prod(grid)
             pixels = out["pixel_values"][start : start + rows]
             num_tokens = rows // vision.merge_size**2
-            processed.append(ProcessedImage(image, grid, num_tokens, image_digest(image), pixel_values=pixels))
+            processed.append(
+                ProcessedImage(image, grid, num_tokens, image_digest(image), pixel_values=pixels)
+            )
             start += rows
         pad = self.image_token_id
         engine_ids = tuple(t for i, t in enumerate(ids) if t != pad or i == 0 or ids[i - 1] != pad)
