@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -117,3 +118,19 @@ def test_sigkill_halfway_then_resume_gives_exactly_n_results(tmp_path: Path) -> 
     assert len(episodes) == n and sorted(episodes) == list(range(n))
     summary = json.loads((out / "summary.json").read_text())
     assert summary["episodes"] == n and summary["success_rate"] == 1.0
+
+
+def test_a_slime_shaped_env_module_runs_under_eval_and_play(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """slime's env shape (tests/support/slime_*_env.py) under eval and play; it has no episode reward (0)."""
+    out = tmp_path / "run"
+    argv = ["eval", "slime_image_env", "--policy", "random", "-n", "3", "--max-turns", "2", "--out", str(out)]
+    assert main([*argv, "--quiet"]) == 0
+    records = _records(out)
+    assert len(records) == 3 and all(r["status"] != "failed" for r in records), records
+    assert all(r["reward"] == 0.0 and "format_ok" in r["turns"][1]["metrics"] for r in records)
+    monkeypatch.setattr("sys.stdin", io.StringIO("\\boxed{3}\n"))
+    path = str(Path(__file__).parent / "support" / "slime_geo3k_env.py")
+    assert main(["play", path, "--max-turns", "1"]) == 0
+    assert "episode reward 0" in capsys.readouterr().out

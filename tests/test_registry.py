@@ -1,13 +1,16 @@
 import subprocess
 import sys
 import warnings
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from toyenvs.colors import ColorsEnv
 
 import vlm_envs
-from vlm_envs import build_env, list_envs, register
+from vlm_envs import build_env, list_envs, register, registry
 from vlm_envs.checker import check_env
+from vlm_envs.compat import SlimeEnvAdapter
 from vlm_envs.registry import EnvLoadError, UnknownEnvError, get_spec
 
 
@@ -83,3 +86,52 @@ def test_core_import_does_not_pull_torch():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     assert vlm_envs.__version__
+
+
+SUPPORT = Path(__file__).parent / "support"
+
+
+def test_every_path_form_slime_takes_builds_a_slime_shaped_env(monkeypatch):
+    bare = build_env("slime_image_env")  # a top-level module on sys.path
+    absolute = build_env(str(SUPPORT / "slime_image_env.py"))
+    monkeypatch.chdir(SUPPORT)
+    relative = build_env("slime_image_env.py")  # relative to the working directory
+    assert all(isinstance(e, SlimeEnvAdapter) for e in (bare, absolute, relative))
+    # a file loads once, under one stable name, whichever way its path is written
+    assert type(absolute.inner) is type(relative.inner)
+    assert relative.spec.target == str(SUPPORT / "slime_image_env.py")
+    assert [e.reset(seed=3)[1] for e in (bare, absolute)] == [relative.reset(seed=3)[1]] * 2
+
+
+def test_a_registered_name_wins_over_a_module_of_the_same_name():
+    register("slime_image_env", "toyenvs.colors:ColorsEnv")
+    try:
+        assert isinstance(build_env("slime_image_env"), ColorsEnv)
+    finally:
+        registry._registered.pop("slime_image_env")
+    assert isinstance(build_env("slime_image_env"), SlimeEnvAdapter)
+
+
+def test_an_unknown_module_or_file_lists_what_was_tried():
+    with pytest.raises(UnknownEnvError) as err:
+        build_env("no_such_env_module")
+    assert "registered envs (" in str(err.value) and "sokoban" in str(err.value)
+    assert "no module 'no_such_env_module' on sys.path" in str(err.value)
+    with pytest.raises(UnknownEnvError, match=r"no file '.*envs/missing_env\.py'"):
+        build_env("envs/missing_env.py")
+
+
+def test_a_slime_shaped_env_is_adapted_and_passes_check_env():
+    class Args:
+        max_turns = 2
+
+    sample = SimpleNamespace(label="9", metadata={})
+    env = build_env("slime_geo3k_env", sample=sample, args=Args())
+    obs, info = env.reset(seed=5)  # its reset takes no seed: it is not passed
+    assert (obs.text, obs.images, info) == ("", [], {"has_label": True})
+    obs, done, step = env.step("\\boxed{9}")
+    assert done and obs.role == "tool" and obs.text == "Correct."
+    assert step.metrics == {"correct": True, "answer_found": True, "turn": 1} and step.info == {"answer": "9"}
+    assert env.has_episode_reward is False and env.episode_reward() == 0.0
+    check_env(build_env("slime_geo3k_env"))  # no sample, no args: eval and play build it this way
+    check_env(build_env("slime_image_env"))

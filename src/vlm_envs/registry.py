@@ -3,24 +3,35 @@
 Environments are found through the entry-point group ``vlm_envs.envs`` (any installed distribution
 can add one) and through :func:`register` at run time. An entry point names either a module that
 exposes ``build_env(sample=None, args=None, **config)`` or an :class:`~vlm_envs.protocol.Env`
-subclass (``"pkg.mod:MyEnv"``). :func:`build_env` also accepts a dotted module path directly, which
-is how slime's ``rollout_interaction_env_path`` names an env.
+subclass (``"pkg.mod:MyEnv"``). :func:`build_env` also accepts every form slime's
+``rollout_interaction_env_path`` takes: a top-level module (``my_env``), a dotted module
+(``pkg.my_env``) or a ``.py`` file (``envs/my_env.py``). A module whose ``build_env`` returns a
+slime-shaped env (duck-typed ``reset``/``step``, dict observations) is adapted into the protocol by
+:class:`vlm_envs.compat.SlimeEnvAdapter`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import importlib.metadata as md
+import importlib.util
+import inspect
 import re
 import sys
+import types
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from vlm_envs.compat import SlimeEnvAdapter, is_slime_shaped
 from vlm_envs.protocol import Env, resolve_env_config
 
 ENTRY_POINT_GROUP = "vlm_envs.envs"
+#: How a file path names an env module (slime's loader takes ``envs/my_env.py`` too).
+PY_SUFFIX = ".py"
 _TARGET_RE = re.compile(r"^[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?$")
 _NAME_RE = re.compile(r"^[A-Za-z][\w-]*$")
 
@@ -52,10 +63,10 @@ class EnvSpec:
 
     def load(self) -> Any:
         """Import the target: a module with ``build_env``, an ``Env`` subclass or a factory."""
-        module_name, _, attr = self.target.partition(":")
+        module_name, attr = _split_target(self.target)
         owner = f" (from distribution {self.distribution!r})" if self.distribution else ""
         try:
-            obj: Any = importlib.import_module(module_name)
+            obj: Any = _import_module(module_name)
             for part in filter(None, attr.split(".")):
                 obj = getattr(obj, part)
         except Exception as err:  # an env's import can fail in any way; say which env and who ships it
@@ -74,7 +85,11 @@ class EnvSpec:
             env = target(**resolve_env_config(sample, merged))
         else:
             factory = getattr(target, "build_env", target)
-            env = factory(sample=sample, args=args, **merged)
+            # slime's envs read ``args.max_turns`` unconditionally: give them args even outside a trainer
+            args = args if args is not None else types.SimpleNamespace(max_turns=None)
+            env = _call_factory(factory, sample, args, merged)
+            if not isinstance(env, Env) and is_slime_shaped(env):
+                env = SlimeEnvAdapter(env, module=target if isinstance(target, types.ModuleType) else None)
         if not isinstance(env, Env):
             raise TypeError(
                 f"env {self.name!r}: {self.target} built {type(env).__name__}, not a vlm_envs Env"
@@ -147,16 +162,32 @@ def list_envs() -> list[EnvSpec]:
 
 
 def get_spec(name_or_path: str) -> EnvSpec:
-    """The spec for a registered name, or one made up for a dotted module path / ``mod:Attr``."""
+    """The spec for ``name_or_path``, tried in this order (the forms slime's loader accepts, and ours):
+
+    a registered name (entry point or :func:`register`); a dotted module path or ``mod:Attr``; a
+    top-level module on ``sys.path``; a ``.py`` file (relative to the working directory, or absolute,
+    optionally ``file.py:Attr``). A registered name wins over a module of the same name.
+    """
     specs = {spec.name: spec for spec in list_envs()}
     if name_or_path in specs:
         return specs[name_or_path]
-    if ("." in name_or_path or ":" in name_or_path) and _TARGET_RE.match(name_or_path):
+    module, attr = _split_target(name_or_path)
+    if module.endswith(PY_SUFFIX):
+        path = Path(module).expanduser().resolve()
+        if path.is_file():
+            return EnvSpec(name=name_or_path, target=str(path) + (f":{attr}" if attr else ""))
+        tried = f"no file {str(path)!r}"
+    elif not _TARGET_RE.match(name_or_path):
+        tried = "not a module path"
+    elif "." in name_or_path or ":" in name_or_path or _find_top_level(name_or_path):
         return EnvSpec(name=name_or_path, target=name_or_path)
+    else:
+        tried = f"no module {name_or_path!r} on sys.path"
     known = ", ".join(sorted(specs)) or "(none)"
     raise UnknownEnvError(
-        f"unknown env {name_or_path!r}; known envs: {known}. A module path such as "
-        f"'my_pkg.my_env' (with a build_env function) works too."
+        f"unknown env {name_or_path!r}: tried the registered envs ({known}), then a module or .py file "
+        f"({tried}). Name a registered env, a module with a build_env function ('my_env', "
+        f"'my_pkg.my_env'), or a file ('envs/my_env.py')."
     )
 
 
@@ -167,3 +198,58 @@ def build_env(name_or_path: str, sample: Any = None, args: Any = None, **config:
     ``metadata["env_config"]``; ``args`` are the trainer's args (``max_turns``); ``config`` wins.
     """
     return get_spec(name_or_path).make(sample=sample, args=args, **config)
+
+
+def _split_target(target: str) -> tuple[str, str]:
+    """``(module or file, attribute path)``; a file's own colons (``C:\\...``) are not a separator."""
+    head, sep, attr = target.rpartition(":")
+    if sep and (head.endswith(PY_SUFFIX) or not target.endswith(PY_SUFFIX)) and re.fullmatch(r"[\w.]+", attr):
+        return head, attr
+    return target, ""
+
+
+def _find_top_level(name: str) -> bool:
+    """Whether a top-level module ``name`` is importable (finding it imports nothing)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _import_module(module: str) -> types.ModuleType:
+    """Import a module path, or a ``.py`` file under one stable name per absolute path.
+
+    The same file loads once per process, under the same name in every process (so pickles of its
+    objects and worker processes that load it by path agree).
+    """
+    if not module.endswith(PY_SUFFIX):
+        return importlib.import_module(module)
+    path = Path(module).resolve()
+    digest = hashlib.sha1(str(path).encode(), usedforsecurity=False).hexdigest()[:12]
+    stem = re.sub(r"\W", "_", path.stem)
+    name = f"vlm_envs_file_{stem}_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {str(path)!r} as a module")
+    loaded = importlib.util.module_from_spec(spec)
+    sys.modules[name] = loaded
+    try:
+        spec.loader.exec_module(loaded)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return loaded
+
+
+def _call_factory(factory: Any, sample: Any, args: Any, config: Mapping[str, Any]) -> Any:
+    """Call ``build_env``: ours take ``sample=``/``args=`` keywords; slime's may take them by position."""
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C factory: call it our way
+        params = {}
+    keyword = not params or any(p.kind is p.VAR_KEYWORD for p in params.values()) or "sample" in params
+    if keyword:
+        return factory(sample=sample, args=args, **config)
+    return factory(sample, args, **config)

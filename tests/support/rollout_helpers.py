@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.trajectory import Trajectory
@@ -46,3 +47,33 @@ def assert_trainer_invariants(traj: Trajectory, codec: ChatCodec) -> None:
     if inputs:
         assert inputs["pixel_values"].shape[0] == sum(math.prod(g) for g in grids)
     assert not any(t in codec.special_image_ids for seg in traj.segments if seg.trainable for t in seg.ids)
+
+
+def assert_sample_invariants(sample: Any, codec: ChatCodec) -> None:
+    """:func:`assert_trainer_invariants` on a filled slime Sample (what the hook hands the trainer)."""
+    n = sample.response_length
+    assert len(sample.loss_mask) == len(sample.rollout_log_probs) == n <= len(sample.tokens)
+    assert all(math.isfinite(lp) for lp in sample.rollout_log_probs)
+    assert all(lp == 0.0 for lp, m in zip(sample.rollout_log_probs, sample.loss_mask, strict=True) if m == 0)
+    inputs = sample.multimodal_train_inputs or {}
+    grids = inputs["image_grid_thw"].tolist() if inputs else []
+    assert _pad_runs(sample.tokens, codec.image_token_id) == [math.prod(g) // 4 for g in grids]
+    if inputs:
+        assert inputs["pixel_values"].shape[0] == sum(math.prod(g) for g in grids)
+    response = sample.tokens[len(sample.tokens) - n :]
+    generated = [t for t, m in zip(response, sample.loss_mask, strict=True) if m == 1]
+    assert not any(t in codec.special_image_ids for t in generated)
+
+
+def _pad_runs(tokens: list[int], pad: int | None) -> list[int]:
+    runs, i = [], 0
+    while i < len(tokens):
+        if tokens[i] == pad:
+            j = i
+            while j < len(tokens) and tokens[j] == pad:
+                j += 1
+            runs.append(j - i)
+            i = j
+        else:
+            i += 1
+    return runs

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import threading
 from collections import OrderedDict
@@ -31,6 +32,7 @@ from vlm_envs.rollout.images import (
     CodecError,
     ProcessedImage,
     VisionPreprocessor,
+    image_digest,
     stack_pixel_values,
     train_inputs_of,
 )
@@ -214,6 +216,36 @@ class ChatCodec:
         """
         text = self.render(messages, add_generation_prompt=True)
         return self._encode_text(text, self._collect_images(messages, images))
+
+    def encode_rendered(self, text: str, images: Sequence[Image.Image] = ()) -> Encoded:
+        """A prompt already rendered with the chat template, encoded by one processor call on
+        ``text`` and ``images`` (how slime encodes a dataset prompt): the ids, ``pixel_values`` and
+        grids are the processor's own, the images are not resized first. Without images the text
+        is tokenized as it stands."""
+        if not images:
+            ids = tuple(self.tokenize(text))
+            return Encoded(ids=self._expand(ids, []), engine_ids=ids, images=[], text=text)
+        vision = self._require_vision()
+        rgb = [im if im.mode == "RGB" else im.convert("RGB") for im in images]
+        out = self.processor(text=[text], images=rgb, return_tensors="pt")
+        ids = tuple(int(t) for t in out["input_ids"][0].tolist())
+        grids = [tuple(int(x) for x in g) for g in out["image_grid_thw"].tolist()]
+        if len(grids) != len(rgb):
+            raise CodecError(f"the processor gave {len(grids)} image grids for {len(rgb)} images")
+        processed, start = [], 0
+        for image, grid in zip(rgb, grids, strict=True):
+            rows = math.prod(grid)
+            pixels = out["pixel_values"][start : start + rows]
+            num_tokens = rows // vision.merge_size**2
+            processed.append(
+                ProcessedImage(image, grid, num_tokens, image_digest(image), pixel_values=pixels)
+            )
+            start += rows
+        pad = self.image_token_id
+        engine_ids = tuple(t for i, t in enumerate(ids) if t != pad or i == 0 or ids[i - 1] != pad)
+        if self._expand(engine_ids, processed) != ids:
+            raise CodecError("the processor's image blocks do not match its image grids")
+        return Encoded(ids=ids, engine_ids=engine_ids, images=processed, text=text)
 
     def encode_observation(
         self, message: Mapping[str, Any], images: Sequence[Image.Image] | None = None, *, ended_with_eos: bool

@@ -23,6 +23,7 @@ from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, CodecError, Encoded, ProcessedImage
 from vlm_envs.rollout.engines import Engine, EngineError, EngineOutput, image_data_uri
+from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import (
     Segment,
     Status,
@@ -162,20 +163,29 @@ class _Episode:
         encoded = fn()
         return encoded, [image_data_uri(p.image, p.key) for p in encoded.images]
 
+    def _encode_fallback(self, fallback: FallbackPrompt) -> tuple[Encoded, list[str], list[dict[str, Any]]]:
+        encoded, messages = fallback.encode(self.codec)
+        return encoded, [image_data_uri(p.image, p.key) for p in encoded.images], messages
+
     def _add_images(self, images: Sequence[ProcessedImage], uris: list[str]) -> None:
         self.traj.images += images
         self.image_uris += uris
 
-    async def start(self, seed: int | None) -> Trajectory:
+    async def start(self, seed: int | None, fallback: FallbackPrompt | None = None) -> Trajectory:
         t0 = time.perf_counter()
         obs, info = await self._env_reset(seed)
-        system = self.env.system_prompt()
-        messages = ([{"role": "system", "content": system}] if system else []) + [
-            self.env.format_observation(obs)
-        ]
         t1 = time.perf_counter()
-        prompt, uris = await self._off_loop(self._encode, lambda: self.codec.encode_prompt(messages))
-        self.traj = Trajectory(prompt=prompt, messages=messages, reset_info=dict(info))
+        if fallback is not None and not obs.text.strip() and not obs.images:  # the prompt is the sample's
+            source = "sample"
+            prompt, uris, messages = await self._off_loop(self._encode_fallback, fallback)
+        else:
+            source = "env"
+            system = self.env.system_prompt()
+            messages = ([{"role": "system", "content": system}] if system else []) + [
+                self.env.format_observation(obs)
+            ]
+            prompt, uris = await self._off_loop(self._encode, lambda: self.codec.encode_prompt(messages))
+        self.traj = Trajectory(prompt=prompt, messages=messages, reset_info=dict(info), prompt_source=source)
         self.traj.timings = {"reset_s": t1 - t0, "encode_prompt_s": time.perf_counter() - t1}
         self.engine_ids.extend(prompt.engine_ids if self.config.engine_placeholders else prompt.ids)
         self.length = len(prompt.ids)
@@ -274,6 +284,7 @@ async def run_episode(
     sampling_params: Mapping[str, Any] | None = None,
     should_abort: Callable[[], bool] | None = None,
     executor: Executor | None = None,
+    fallback_prompt: FallbackPrompt | None = None,
 ) -> Trajectory:
     """Play one episode of ``env`` with ``engine``; never raises for env, engine or codec errors.
 
@@ -281,13 +292,14 @@ async def run_episode(
     the budget and the codec's end-of-turn ids are added to ``stop_token_ids``. ``should_abort``
     is polled before each generation (slime's abort flag). CPU work runs on ``executor`` (default:
     :func:`rollout_executor`; :data:`INLINE` runs it on the loop's thread); an env that overrides
-    ``areset``/``astep`` runs its own way.
+    ``areset``/``astep`` runs its own way. ``fallback_prompt`` is the prompt when the env's first
+    observation is empty (no text, no images): slime-shaped envs leave the question to the dataset.
     """
     config = config or EpisodeConfig()
     executor = executor or rollout_executor()
     episode = _Episode(env, engine, codec, config, sampling_params or {}, executor)
     try:
-        traj = await episode.start(seed)
+        traj = await episode.start(seed, fallback_prompt)
     except Exception as err:  # an env's reset, the engine or the codec may fail; the trainer must not
         return Trajectory.failed(_describe("reset", err), config.failure_reward)
     status, error = Status.TRUNCATED, None
@@ -306,6 +318,10 @@ async def run_episode(
         status, error = Status.FAILED, _describe("env", err)
     traj.status, traj.error = status, error
     traj.reward = config.failure_reward if status in (Status.FAILED, Status.ABORTED) else _safe_reward(env)
+    # an env without an episode reward (a slime-shaped one) leaves the score to the trainer's reward model
+    traj.reward_from_env = status in (Status.FAILED, Status.ABORTED) or getattr(
+        env, "has_episode_reward", True
+    )
     if config.check_template:
         try:
             traj.template_check = await episode._off_loop(check_against_template, traj, codec)

@@ -15,6 +15,13 @@ tokens, 0 / 0.0 on observation tokens), ``multimodal_train_inputs`` (``pixel_val
 ``image_grid_thw`` in token order), ``status``, ``reward`` (the env's episode reward unless
 ``vlm_envs_set_reward: false``) and ``metadata["vlm_envs"]`` (per-turn metrics, rewards, timings,
 the error if any). This is the only module that knows slime.
+
+slime's own multi-turn envs run unchanged (``rollout_interaction_env_path`` may name a module or a
+``.py`` file, as for slime's example rollout). When the env's first observation is empty, the
+prompt is the sample's own (``sample.prompt`` and ``sample.multimodal_inputs["images"]``), encoded
+as slime's processor call encodes it; an env without an episode reward leaves ``sample.reward``
+unset for slime's ``--custom-rm-path`` / ``--rm-type``. ``metadata["vlm_envs"]`` says which
+(``prompt_source``, ``reward_source``).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, Encoded
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor, run_episode
+from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 
@@ -153,6 +161,7 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
     except Exception as err:  # a missing env, a bad config or an unloadable processor fails this sample only
         return _fail(sample, record, f"{type(err).__name__}: {err}")
     should_abort = _runtime.abort_flag(state)
+    fallback_prompt = sample_prompt(sample)
     try:
         if env is None:
             pool = _runtime.pool(args, codec, config.url, config.workers)
@@ -162,6 +171,7 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
                 seed=config.seed,
                 config=config.episode,
                 sampling_params=dict(sampling_params),
+                fallback_prompt=fallback_prompt,
             )
             traj = await pool.run(job, should_abort=should_abort)  # tensors made off this loop
         else:
@@ -173,6 +183,7 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
                 config=config.episode,
                 sampling_params=dict(sampling_params),
                 should_abort=should_abort,
+                fallback_prompt=fallback_prompt,
             )
             await asyncio.get_running_loop().run_in_executor(rollout_executor(), traj.train_inputs)
         _fill_sample(args, sample, traj, codec, set_reward=config.set_reward)
@@ -203,7 +214,23 @@ async def close() -> None:
 async def reward(args: Any, sample: Any, **kwargs: Any) -> float:
     """The env's episode reward that :func:`generate` recorded (0.0 if it recorded none)."""
     record = (getattr(sample, "metadata", None) or {}).get(METADATA_KEY) or {}
-    return float(record.get("reward", 0.0))
+    return float(record.get("reward") or 0.0)
+
+
+def sample_prompt(sample: Any) -> FallbackPrompt | None:
+    """The sample's own prompt, for an env whose first observation is empty.
+
+    ``sample.prompt`` is the chat-templated text when slime's ``apply_chat_template`` is set (it is
+    then encoded as it stands, by the processor call slime makes), else a message list (rendered
+    with the template); images come from ``sample.multimodal_inputs["images"]``.
+    """
+    prompt = getattr(sample, "prompt", None)
+    images = tuple((getattr(sample, "multimodal_inputs", None) or {}).get("images") or ())
+    if isinstance(prompt, str) and (prompt or images):
+        return FallbackPrompt(text=prompt, images=images)
+    if isinstance(prompt, list) and prompt:
+        return FallbackPrompt(messages=tuple(prompt), images=images)
+    return None
 
 
 def _fail(sample: Any, record: dict[str, Any], error: str, prompt: Encoded | None = None) -> Any:
@@ -248,7 +275,7 @@ def _fill_sample(args: Any, sample: Any, traj: Trajectory, codec: ChatCodec, *, 
             "images": [p.image for p in traj.images],
         }
     sample.status = sample.Status[traj.status.name]
-    if set_reward:
+    if set_reward and traj.reward_from_env:  # otherwise slime's own reward model sets it
         sample.reward = traj.reward
 
 
@@ -258,11 +285,14 @@ def _summary(traj: Trajectory) -> dict[str, Any]:
     return {
         "status": traj.status.value,
         "error": traj.error,
-        "reward": traj.reward,
+        "reward": traj.reward if traj.reward_from_env else None,
+        # "slime": the env has no episode reward; slime's --custom-rm-path / --rm-type computes it
+        "reward_source": "env" if traj.reward_from_env else "slime",
+        "prompt_source": traj.prompt_source,
         "num_turns": len(traj.turns),
         "metrics": dict(last_metrics),
         "reward_breakdown": {
-            "episode_reward": traj.reward,
+            "episode_reward": traj.reward if traj.reward_from_env else None,
             "step_rewards": [t.reward for t in traj.turns],
         },
         "turns": [

@@ -17,6 +17,9 @@ from vlm_envs.protocol import Observation
 from vlm_envs.rollout.codec import ChatCodec, Encoded, ProcessedImage
 from vlm_envs.rollout.images import train_inputs_of
 
+#: Marks a conversation's first message as a prompt rendered elsewhere (its content is template text).
+RENDERED_PROMPT = "rendered_prompt"
+
 
 class Status(str, enum.Enum):
     """How an episode ended (the values of slime's ``Sample.Status``)."""
@@ -78,6 +81,11 @@ class Trajectory:
     reset_info: dict[str, Any] = dataclasses.field(default_factory=dict)
     template_check: TemplateCheck | None = None
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: Where the prompt came from: ``"env"`` (its first observation) or ``"sample"`` (the trainer's).
+    prompt_source: str = "env"
+    #: Whether ``reward`` is the env's own score; ``False`` for an env without an episode reward
+    #: (a trainer's reward model scores the episode), unless the episode FAILED or was ABORTED.
+    reward_from_env: bool = True
     _train_inputs: dict[str, torch.Tensor] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -150,9 +158,18 @@ def check_against_template(traj: Trajectory, codec: ChatCodec) -> TemplateCheck:
     assistant_ids = [m["token_ids"] for m in traj.messages if m["role"] == "assistant"]
     images = [im.image for im in traj.images]
     ends_with_prompt = not messages or messages[-1]["role"] != "assistant"
+    rendered_prompt = bool(messages) and bool(messages[0].get(RENDERED_PROMPT))
+    if rendered_prompt:  # a prompt rendered elsewhere: check what follows it, after a stand-in prompt
+        stand_in = [{"role": "user", "content": "U"}]
+        head = codec.render_conversation(stand_in, [], add_generation_prompt=True)
+        messages, images = stand_in + messages[1:], images[len(traj.prompt.images) :]
     expected = codec.render_conversation(
         messages, images, assistant_ids, add_generation_prompt=ends_with_prompt
     )
+    if rendered_prompt:
+        if expected[: len(head)] != head:
+            return TemplateCheck(ok=False, detail="the template renders a prompt's later turns differently")
+        expected = traj.prompt_ids + expected[len(head) :]
     actual = traj.tokens
     n = next((i for i, (a, b) in enumerate(zip(actual, expected, strict=False)) if a != b), None)
     if n is None and len(actual) <= len(expected):

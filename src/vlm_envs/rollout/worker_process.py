@@ -27,6 +27,7 @@ from vlm_envs.registry import build_env
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.episode import INLINE, EpisodeConfig, run_episode
+from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import Trajectory
 
 #: How long a stopping worker gets to finish before it is killed (seconds).
@@ -49,6 +50,8 @@ class EpisodeJob:
     seed: int | None = None
     config: EpisodeConfig = dataclasses.field(default_factory=EpisodeConfig)
     sampling_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    #: The prompt if the env's first observation is empty (encoded in the worker).
+    fallback_prompt: FallbackPrompt | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,6 +207,7 @@ async def _play(
             sampling_params=job.sampling_params,
             should_abort=lambda: job_id in aborted,
             executor=INLINE,
+            fallback_prompt=job.fallback_prompt,
         )
     finally:
         with contextlib.suppress(Exception):  # an env that fails to close must not lose the episode
