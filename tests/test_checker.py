@@ -54,6 +54,19 @@ def test_placeholder_and_non_text_replies_are_probed():
     assert not any(f.startswith("step(None)") for f in found), found
 
 
+def test_an_oracle_that_loses_is_caught():
+    found = failures_of(broken.LosingOracle(), rebuild=False)
+    assert any("the oracle lost the episode of seed=0" in f for f in found), found
+
+
+@pytest.mark.parametrize("name", ["sokoban", "geo3k"])
+def test_the_built_in_oracles_win(name):
+    env = build_env(name)
+    check_env(env, rebuild=False)
+    env.reset(seed=5)
+    assert env.oracle_response() is not None
+
+
 def test_a_step_that_hangs_is_caught_in_bounded_time():
     found = failures_of(broken.HangsOnLongInput(), rebuild=False, step_timeout=0.5)
     assert any("step(1 MB of text) did not return within 0.5 s" in f for f in found), found

@@ -44,8 +44,14 @@ def test_list_names_each_env_with_description_and_distribution(capsys: pytest.Ca
     [
         (["eval", "no-such-env", "--policy", "solver"], "unknown env 'no-such-env'"),
         (["eval", "sokoban", "--policy", "genius"], "unknown policy 'genius'"),
-        (["eval", "sokoban", "--policy", "reference"], "policy 'reference' needs"),
-        (["eval", "geo3k", "--policy", "solver"], "policy 'solver' needs"),
+        (
+            ["eval", "toyenvs.colors", "--policy", "oracle"],
+            "policy 'oracle' needs an env with",
+        ),
+        (
+            ["eval", "toyenvs.colors", "--policy", "solver"],
+            "policy 'solver' needs an env with",
+        ),
         (["eval", "sokoban", "--policy", "openai:http://127.0.0.1:1/v1"], "needs --model"),
         (["eval", "sokoban", "--policy", "sglang:http://127.0.0.1:1"], "needs --tokenizer"),
         (["eval", "sokoban", "--policy", "solver", "--config", "grid_size=9"], "rejects its config"),
@@ -93,7 +99,7 @@ def test_console_script_reports_bad_input_without_traceback(tmp_path: Path) -> N
     )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("vlm-envs: error: unknown env 'nope'; known envs: ")
+    assert len(lines) == 1 and lines[0].startswith("vlm-envs: error: unknown env 'nope': tried the registered envs")
 
 
 def test_play_sends_typed_lines_through_step_and_saves_frames(

@@ -106,7 +106,7 @@ def test_seeds_in_the_domain_pass_numpy_ints_included():
 
 def test_reset_options_reach_envs_that_take_them_and_are_refused_by_others():
     env = build_env("sokoban", grid_size=(6, 6))
-    obs, info = env.reset(seed=1, options={"grid_size": (5, 5)})
+    _, info = env.reset(seed=1, options={"grid_size": (5, 5)})
     assert info["grid_size"] == [5, 5]
     assert env.reset(seed=1)[1]["grid_size"] == [6, 6]  # options last one episode
     with pytest.raises(TypeError, match="takes no options"):

@@ -59,6 +59,8 @@ NON_TEXT_RESPONSES: dict[str, Any] = {
 #: Steps taken to fingerprint an episode and to drive it to its end.
 FINGERPRINT_STEPS = 8
 MAX_STEPS_TO_END = 500
+#: Episodes the oracle (``oracle_response``), where an env has one, must win.
+ORACLE_SEEDS = 3
 
 
 class EnvCheckError(AssertionError):
@@ -76,13 +78,14 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
     Checks: reset/step types, finite rewards and metrics, chat messages whose image parts match the
     observation, same seed -> same episode (image bytes included), hostile responses (``<image>``
     and chat-template injections, non-text replies, ...) never raise and return within
-    ``step_timeout`` seconds, step after the end raises, ``close()`` twice, and
-    (``rebuild``) the same episode when the env is rebuilt from its spec in another process.
+    ``step_timeout`` seconds, step after the end raises, the oracle (where there is one) wins
+    several seeds, ``close()`` twice, and (``rebuild``) the same episode when the env is rebuilt from
+    its spec in another process.
     """
     name = env.spec.name if env.spec is not None else type(env).__name__
     failures: list[str] = []
     checks: list[Callable[[Env, int], list[str]]] = [_check_reset_and_messages, _check_determinism]
-    checks += [lambda e, s: _check_hostile(e, s, step_timeout), _check_step_after_end]
+    checks += [lambda e, s: _check_hostile(e, s, step_timeout), _check_step_after_end, _check_oracle]
     if rebuild:
         checks.append(_check_rebuild)
     for check in checks:
@@ -264,6 +267,32 @@ def _check_step_after_end(env: Env, seed: int) -> list[str]:
     except Exception as err:
         return [f"step() after the end raised {type(err).__name__}; raise vlm_envs.EpisodeFinishedError"]
     return ["step() after the episode ended did not raise; raise vlm_envs.EpisodeFinishedError"]
+
+
+def _check_oracle(env: Env, seed: int) -> list[str]:
+    """Where the env has an oracle, it wins episodes of several seeds (ends them with a reward > 0)."""
+    if type(env).oracle_response is Env.oracle_response:
+        return []
+    failures = []
+    for episode_seed in range(seed, seed + ORACLE_SEEDS):
+        env.reset(seed=episode_seed)
+        for _ in range(MAX_STEPS_TO_END):
+            reply = env.oracle_response()
+            if reply is None:
+                failures.append(f"oracle_response() gave None mid-episode (seed={episode_seed})")
+                break
+            if env.step(reply)[1]:
+                if not env.episode_reward() > 0:
+                    failures.append(
+                        f"the oracle lost the episode of seed={episode_seed} (reward "
+                        f"{env.episode_reward()}); oracle_response() must write the winning reply"
+                    )
+                break
+        else:
+            failures.append(
+                f"the oracle did not end the episode of seed={episode_seed} in {MAX_STEPS_TO_END} steps"
+            )
+    return failures
 
 
 def _check_rebuild(env: Env, seed: int) -> list[str]:

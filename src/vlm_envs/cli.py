@@ -204,7 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     env_options(ev)
     ev.add_argument(
-        "--policy", required=True, help="solver | reference | random | openai:BASE_URL | sglang:URL"
+        "--policy",
+        required=True,
+        help="oracle (or: solver, reference) | random | openai:URL | sglang:URL",
     )
     ev.add_argument(
         "-n",

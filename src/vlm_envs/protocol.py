@@ -223,6 +223,9 @@ class Env(abc.ABC):
 
     #: One-line description shown by ``vlm-envs list`` (defaults to the first docstring line).
     description: ClassVar[str] = ""
+    #: Whether :meth:`episode_reward` is the episode's reward; ``False`` leaves it to the trainer's
+    #: own reward model (slime-shaped envs, whose reward slime's ``--custom-rm-path`` computes).
+    has_episode_reward: ClassVar[bool] = True
     spec: Any = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

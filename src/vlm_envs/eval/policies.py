@@ -1,8 +1,8 @@
 """Policies ``vlm-envs eval`` can run: scripted ones, any OpenAI-compatible server, and SGLang.
 
-``solver`` (envs with ``solver_response()``, e.g. sokoban), ``reference`` (envs with
-``reference_answer`` and ``tool_call()``, e.g. geo3k) and ``random`` (``env.random_response``) need no
-model. ``openai:BASE_URL`` talks to a chat server; ``sglang:URL`` plays through
+``oracle`` (``env.oracle_response()``; ``solver`` and ``reference`` are other names for it) and
+``random`` (``env.random_response``) need no model. ``openai:BASE_URL`` talks to a chat server;
+``sglang:URL`` plays through
 :func:`vlm_envs.rollout.episode.run_episode`, the token-in/token-out loop training uses.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import dataclasses
+import functools
 import hashlib
 import random
 from collections.abc import Callable
@@ -19,7 +20,9 @@ from typing import Any
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation
 
-POLICY_KINDS = ("solver", "reference", "random", "openai:BASE_URL", "sglang:URL")
+#: Names of the policy that plays ``env.oracle_response()``.
+ORACLE_NAMES = ("oracle", "solver", "reference")
+POLICY_KINDS = (*ORACLE_NAMES, "random", "openai:BASE_URL", "sglang:URL")
 
 
 class PolicyError(Exception):
@@ -163,37 +166,26 @@ class TurnPolicy(Policy):
         )
 
 
-class SolverPolicy(TurnPolicy):
-    """The env's own optimal moves (``env.solver_response()``), as many per turn as it allows."""
+class OraclePolicy(TurnPolicy):
+    """The env's own optimal or reference player: ``env.oracle_response()`` every turn.
 
-    name = "solver"
+    ``solver`` (Sokoban's optimal moves) and ``reference`` (Geo3k: checks the true answer with the
+    tool, then answers it) are other names for it.
+    """
 
-    def check_env(self, env: Env) -> None:
-        if not callable(getattr(env, "solver_response", None)):
-            raise PolicyError("policy 'solver' needs an env with solver_response() (such as sokoban)")
-
-    async def reply(self, state: EpisodeState) -> Reply:
-        text = await asyncio.to_thread(state.env.solver_response)  # type: ignore[attr-defined]
-        return Reply(text or "I cannot find a solution.")
-
-
-class ReferencePolicy(TurnPolicy):
-    """Checks the reference answer with the env's tool, then answers it in ``\\boxed{}``."""
-
-    name = "reference"
+    def __init__(self, name: str = "oracle") -> None:
+        self.name = name
 
     def check_env(self, env: Env) -> None:
-        if not callable(getattr(env, "tool_call", None)) or not hasattr(type(env), "reference_answer"):
+        if type(env).oracle_response is Env.oracle_response:
             raise PolicyError(
-                "policy 'reference' needs an env with reference_answer and tool_call() (such as geo3k)"
+                f"policy {self.name!r} needs an env with oracle_response() (such as sokoban or geo3k); "
+                f"{type(env).__name__} has none"
             )
 
     async def reply(self, state: EpisodeState) -> Reply:
-        env: Any = state.env
-        answer = env.reference_answer
-        if state.turn == 0 and state.max_turns > 1:
-            return Reply(f"Let me check my answer. {env.tool_call(answer)}")
-        return Reply(f"The answer is \\boxed{{{answer}}}.")
+        text = await asyncio.to_thread(state.env.oracle_response)
+        return Reply(text if text is not None else "I cannot find a solution.")
 
 
 class RandomPolicy(TurnPolicy):
@@ -210,8 +202,7 @@ def build_policy(spec: str, options: PolicyOptions | None = None) -> Policy:
     """A policy from its command-line spelling (see :data:`POLICY_KINDS`)."""
     options = options or PolicyOptions()
     scripted: dict[str, Callable[[], Policy]] = {
-        "solver": SolverPolicy,
-        "reference": ReferencePolicy,
+        **{name: functools.partial(OraclePolicy, name) for name in ORACLE_NAMES},
         "random": RandomPolicy,
     }
     if spec in scripted:

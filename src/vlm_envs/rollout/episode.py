@@ -319,9 +319,7 @@ async def run_episode(
     traj.status, traj.error = status, error
     traj.reward = config.failure_reward if status in (Status.FAILED, Status.ABORTED) else _safe_reward(env)
     # an env without an episode reward (a slime-shaped one) leaves the score to the trainer's reward model
-    traj.reward_from_env = status in (Status.FAILED, Status.ABORTED) or getattr(
-        env, "has_episode_reward", True
-    )
+    traj.reward_from_env = status in (Status.FAILED, Status.ABORTED) or env.has_episode_reward
     if config.check_template:
         try:
             traj.template_check = await episode._off_loop(check_against_template, traj, codec)

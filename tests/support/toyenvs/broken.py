@@ -84,3 +84,10 @@ class RaisesOnPlaceholder(ColorsEnv):
         if "<image>" in response_text:
             raise ValueError("text has 1 <image> placeholder(s) but the observation holds 0 image(s)")
         return super().step(response_text)
+
+
+class LosingOracle(ColorsEnv):
+    """Its oracle names a colour that is never the answer."""
+
+    def oracle_response(self) -> str | None:
+        return "<answer>no such colour</answer>"
