@@ -99,7 +99,8 @@ def test_console_script_reports_bad_input_without_traceback(tmp_path: Path) -> N
     )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("vlm-envs: error: unknown env 'nope': tried the registered envs")
+    assert len(lines) == 1
+    assert lines[0].startswith("vlm-envs: error: unknown env 'nope': tried the registered envs")
 
 
 def test_play_sends_typed_lines_through_step_and_saves_frames(
