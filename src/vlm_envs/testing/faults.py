@@ -158,7 +158,7 @@ async def stream_reply(request: web.Request, reply: dict[str, Any], fault: Fault
                 await asyncio.sleep(fault.seconds or 1.0)
         elif fault.kind == "stall":
             await response.write(body[: len(body) // 2])
-            await asyncio.sleep(fault.seconds or 30.0)
+            await _hold(request, fault.seconds or 30.0)
             await response.write(body[len(body) // 2 :])
         else:
             raise ValueError(f"{fault.kind!r} is not a streamed fault")
@@ -166,6 +166,14 @@ async def stream_reply(request: web.Request, reply: dict[str, Any], fault: Fault
     except (ConnectionError, RuntimeError):  # the client hung up (aiohttp raises either)
         pass
     return response
+
+
+async def _hold(request: web.Request, seconds: float) -> None:
+    """Wait ``seconds``, or until the client hangs up."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + seconds
+    while loop.time() < end and request.transport is not None and not request.transport.is_closing():
+        await asyncio.sleep(0.05)
 
 
 async def _write_huge(response: web.StreamResponse, body: bytes, size: int) -> None:
