@@ -43,6 +43,9 @@ SGLANG_DEFAULT_MAX_NEW_TOKENS = 128
 BODY_BYTES_PER_TOKEN = 512
 #: Body bytes allowed on top of the per-token bound: ``meta_info``'s other fields, whitespace.
 BODY_ALLOWANCE_BYTES = 1 << 20
+#: Default deadlines of one SGLang turn (seconds): no progress on a read, and the whole turn.
+DEFAULT_READ_TIMEOUT_S = 60.0
+DEFAULT_TURN_TIMEOUT_S = 300.0
 
 
 class EngineError(Exception):
@@ -291,8 +294,8 @@ class SGLangEngine:
         self,
         base_url: str,
         *,
-        read_timeout: float = 60.0,
-        turn_timeout: float = 300.0,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+        turn_timeout: float = DEFAULT_TURN_TIMEOUT_S,
         max_body_bytes: int | None = None,
         max_retries: int = 3,
         backoff: float = 0.5,
