@@ -129,7 +129,7 @@ class ReplyContract:
             )
         if len(ids) != len(log_probs):
             self._broken("one log prob per token id", f"{len(ids)} token ids but {len(log_probs)} log probs")
-        if not all(type(t) is int for t in ids):
+        if set(map(type, ids)) - {int}:  # fast paths first: this runs on the event loop every turn
             ids = [self._token_id(i, t) for i, t in enumerate(ids)]
         low, high = (min(ids), max(ids)) if ids else (0, 0)
         if low < 0 or high >= self.vocab_size:
@@ -138,7 +138,8 @@ class ReplyContract:
                 "token ids in [0, vocab_size)",
                 f"token id {t} at position {i} is outside [0, {self.vocab_size})",
             )
-        if not all(type(lp) is float and -math.inf < lp <= 0.0 for lp in log_probs):
+        plain = not set(map(type, log_probs)) - {float}  # a sum is not finite if any term is not
+        if not (plain and max(log_probs, default=0.0) <= 0.0 and math.isfinite(sum(log_probs))):
             log_probs = [self._log_prob(i, lp) for i, lp in enumerate(log_probs)]
         checked = dataclasses.replace(output, token_ids=list(ids), log_probs=list(log_probs))
         if len(ids) > self.max_new_tokens:
