@@ -4,7 +4,9 @@
 own ids and log probs (never re-tokenized); each observation adds the exact token delta the chat
 template puts after the assistant turn. Env steps, processor calls and image encoding run off the
 event loop. Budgets are checked before anything is sent; an observation that does not fit is
-dropped whole (tokens and images). Errors end the episode with a status, never an exception.
+dropped whole (tokens and images). Every engine reply is checked against the
+:class:`~vlm_envs.rollout.engines.ReplyContract` before any of it is kept. Errors end the episode
+with a status, never an exception.
 """
 
 from __future__ import annotations
