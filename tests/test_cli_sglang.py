@@ -21,7 +21,7 @@ from vlm_envs.eval.sglang_policy import SGLangPolicy
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.testing import SGLangTestServer, build_tiny_tokenizer
+from vlm_envs.testing import Fault, SGLangTestServer, build_tiny_tokenizer
 
 
 def test_cli_sglang_policy_matches_run_episode_token_for_token(
@@ -89,3 +89,31 @@ def test_python_entry_sglang_policy_with_the_tiny_processor_sends_images(
     for r in records:
         assert r["status"] in ("completed", "truncated"), r["error"]
         assert (out / r["turns"][0]["observation"]["images"][0]).is_file()
+
+
+def test_cli_turn_and_read_timeouts_reach_the_engine(
+    sglang_server: SGLangTestServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tokenizer_dir = tmp_path / "tokenizer"
+    build_tiny_tokenizer().save_pretrained(tokenizer_dir)
+    argv = ["eval", "sokoban", "--policy", f"sglang:{sglang_server.url}", "--tokenizer", str(tokenizer_dir)]
+    argv += ["-n", "1", "--max-turns", "1", "--max-tokens", "4", "--config", "render_mode=text", "--quiet"]
+    cases = [
+        (Fault("delay", seconds=5.0), ["--turn-timeout", "1"], "no complete reply within turn_timeout=1 s"),
+        (
+            Fault("stall", seconds=5.0),
+            ["--read-timeout", "0.3", "--turn-timeout", "30"],
+            "no progress for read_timeout=0.3 s",
+        ),
+    ]
+    for i, (fault, flags, error) in enumerate(cases):
+        sglang_server.clear_faults()
+        sglang_server.inject(fault, times=5)
+        out = tmp_path / f"run{i}"
+        main([*argv, *flags, "--out", str(out)])
+        sglang_server.clear_faults()
+        (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        assert record["status"] == "failed" and error in record["error"], record["error"]
+    capsys.readouterr()
+    assert main([*argv, "--read-timeout", "0", "--out", str(tmp_path / "bad")]) == 2
+    assert "read_timeout must be a positive number of seconds" in capsys.readouterr().err

@@ -120,6 +120,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         tools=args.tools,
         timeout=args.timeout,
+        read_timeout=args.read_timeout,
+        turn_timeout=args.turn_timeout,
     )
     config = EvalConfig(
         env=args.env,
@@ -224,6 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-tokens", type=int, default=1024, help="generated tokens per turn")
     ev.add_argument("--tools", action="store_true", help="send the env's tools() to the openai server")
     ev.add_argument("--timeout", type=float, default=300.0, help="seconds per model request")
+    ev.add_argument(
+        "--read-timeout", type=float, default=60.0, help="sglang:URL: seconds a reply may make no progress"
+    )
+    ev.add_argument(
+        "--turn-timeout", type=float, default=300.0, help="sglang:URL: seconds per turn, retries included"
+    )
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_eval)
 

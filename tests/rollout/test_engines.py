@@ -1,4 +1,5 @@
-"""SGLangEngine against the real HTTP test server: outputs, retries, timeouts, aborts, bad replies."""
+"""SGLangEngine against the real HTTP test server: outputs, retries, deadlines, aborts, bad replies;
+the reply contract every engine's output is checked against."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from PIL import Image
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import (
     Engine,
+    EngineContractError,
+    EngineOutput,
     EngineTimeout,
     PermanentEngineError,
+    ReplyContract,
     SGLangEngine,
     TransientEngineError,
     image_data_uri,
@@ -48,7 +52,7 @@ def run(coro):
 
 
 async def generate(url, ids, images, params, **engine_kwargs):
-    async with SGLangEngine(url, **{"timeout": 10.0, "backoff": 0.01, **engine_kwargs}) as engine:
+    async with SGLangEngine(url, **{"turn_timeout": 10.0, "backoff": 0.01, **engine_kwargs}) as engine:
         return await engine.generate(ids, images, params)
 
 
@@ -134,22 +138,60 @@ def test_server_rejects_image_token_mismatch(sglang_server, prompt):
         run(generate(sglang_server.url, enc.ids, [], {"max_new_tokens": 2}))
 
 
-def test_timeout_is_retried_then_reported(sglang_server, prompt):
+def test_a_stalled_body_is_retried_then_reported(sglang_server, prompt):
     _, enc = prompt
-    sglang_server.inject(Fault("delay", seconds=1.0))
-    out = run(
-        generate(
-            sglang_server.url, enc.ids, enc.pil_images, {"max_new_tokens": 2}, timeout=0.3, max_retries=1
-        )
-    )
-    assert len(out.token_ids) == 2
-    sglang_server.inject(Fault("delay", seconds=1.0), times=2)
-    with pytest.raises(EngineTimeout):
+    sglang_server.inject(Fault("stall", seconds=5.0))  # headers and half the body, then nothing
+    before = len(sglang_server.requests)
+    params = {"max_new_tokens": 2}
+    out = run(generate(sglang_server.url, enc.ids, enc.pil_images, params, read_timeout=0.3, max_retries=1))
+    assert len(out.token_ids) == 2 and len(sglang_server.requests) - before == 2
+    sglang_server.inject(Fault("stall", seconds=5.0), times=2)
+    with pytest.raises(EngineTimeout, match=r"no progress for read_timeout=0.3 s"):
+        run(generate(sglang_server.url, enc.ids, enc.pil_images, params, read_timeout=0.3, max_retries=1))
+
+
+@pytest.mark.parametrize("fault", [Fault("delay", seconds=5.0), Fault("drip", seconds=0.05)])
+def test_the_turn_deadline_ends_a_silent_or_dripping_server(sglang_server, prompt, fault):
+    """No answer yet (SGLang answers when done), or one byte at a time: the turn cap ends both."""
+    _, enc = prompt
+    sglang_server.inject(fault, times=3)
+    before = len(sglang_server.requests)
+    with pytest.raises(EngineTimeout, match=r"sglang http://127\.0\.0\.1:\d+: .*turn_timeout=1 s"):
         run(
             generate(
-                sglang_server.url, enc.ids, enc.pil_images, {"max_new_tokens": 2}, timeout=0.3, max_retries=1
+                sglang_server.url,
+                enc.ids,
+                enc.pil_images,
+                {"max_new_tokens": 2},
+                read_timeout=0.5,
+                turn_timeout=1.0,
+                max_retries=2,
             )
         )
+    assert len(sglang_server.requests) - before == 1  # the turn's time was spent on one attempt
+
+
+def test_a_body_over_the_cap_fails_without_retry(sglang_server, prompt):
+    _, enc = prompt
+    sglang_server.inject(Fault("huge_body"))  # 50 MB, chunked, no Content-Length
+    before = len(sglang_server.requests)
+    params = {"max_new_tokens": 64}
+    with pytest.raises(EngineContractError, match=r"body of at most 1081344 bytes.*more than"):
+        run(generate(sglang_server.url, enc.ids, enc.pil_images, params, max_retries=3))
+    assert len(sglang_server.requests) - before == 1
+    # an explicit cap; a normal reply announces its length, so it fails before its body is read
+    with pytest.raises(EngineContractError, match=r"body of at most 100 bytes.*Content-Length"):
+        run(generate(sglang_server.url, enc.ids, enc.pil_images, params, max_body_bytes=100))
+
+
+def test_the_body_cap_follows_the_request():
+    engine = SGLangEngine("http://127.0.0.1:1")
+    assert engine.body_limit({"max_new_tokens": 64}) == 64 * 512 + (1 << 20)
+    assert engine.body_limit({}) == 128 * 512 + (1 << 20)  # SGLang's default max_new_tokens
+    assert SGLangEngine("http://x", max_body_bytes=10).body_limit({"max_new_tokens": 64}) == 10
+    for bad in ({"read_timeout": 0}, {"turn_timeout": math.inf}, {"read_timeout": "60"}):
+        with pytest.raises(ValueError, match="positive number of seconds"):
+            SGLangEngine("http://x", **bad)
 
 
 def test_abort_is_an_output(sglang_server, prompt):
@@ -220,34 +262,80 @@ def test_image_data_uri_formats():
 @pytest.mark.parametrize(
     ("body", "match"),
     [
-        (
-            {"text": "", "meta_info": {"finish_reason": {"type": "done"}, "output_token_logprobs": []}},
-            "finish",
-        ),
-        ({"text": "", "meta_info": {"finish_reason": {"type": "stop"}}}, "malformed"),
+        ({"text": "", "meta_info": {"finish_reason": {"type": "stop"}}}, "no output_token_logprobs"),
         (
             {
                 "text": "",
-                "meta_info": {"finish_reason": {"type": "stop"}, "output_token_logprobs": [[None, 3]]},
+                "meta_info": {"finish_reason": {"type": "stop"}, "output_token_logprobs": [[-0.5]]},
             },
-            "malformed",
-        ),
-        (
-            {
-                "text": "",
-                "meta_info": {"finish_reason": {"type": "stop"}, "output_token_logprobs": [[-1e999, 3]]},
-            },
-            "non-finite",
+            r"one log prob per token id.*\[0\]",
         ),
         ({"text": 5, "meta_info": {"finish_reason": {"type": "stop"}, "output_token_logprobs": []}}, "text"),
         ({"meta_info": {"finish_reason": None}}, "malformed"),
     ],
 )
-def test_parse_rejects_protocol_breaks(body, match):
-    with pytest.raises(PermanentEngineError, match=match):
+def test_parse_rejects_a_reply_of_the_wrong_shape(body, match):
+    with pytest.raises(EngineContractError, match=match):
         parse_generate_response(body)
+
+
+def test_parse_keeps_values_as_sent():
+    """Values are the contract's to judge: nothing is coerced (27.7 and true stay what they are)."""
+    triples = [[-0.5, 27.7, None], [-0.25, True, None], ["-1", 3, None]]
+    out = parse_generate_response(
+        {"meta_info": {"finish_reason": {"type": "done"}, "output_token_logprobs": triples}}
+    )
+    assert out.token_ids == [27.7, True, 3] and out.log_probs == [-0.5, -0.25, "-1"]
+    assert out.finish_reason == "done"
 
 
 def test_parse_accepts_abort_without_logprobs():
     out = parse_generate_response({"text": "", "meta_info": {"finish_reason": {"type": "abort"}}})
     assert out.finish_reason == "abort" and out.token_ids == []
+
+
+def reply(ids, log_probs=None, finish="stop"):
+    return EngineOutput(list(ids), [-0.5] * len(ids) if log_probs is None else list(log_probs), finish)
+
+
+@pytest.mark.parametrize(
+    ("output", "rule", "detail"),
+    [
+        (reply([1, 565]), "token ids in [0, vocab_size)", "token id 565 at position 1"),
+        (reply([1, 10**9]), "token ids in [0, vocab_size)", "1000000000"),
+        (reply([-1, 2]), "token ids in [0, vocab_size)", "token id -1 at position 0"),
+        (reply([1, 27.7]), "token ids are ints", "27.7 at position 1 is a float"),
+        (reply([True]), "token ids are ints", "True at position 0 is a bool"),
+        (reply([1, 2], [-0.5, 5.0]), "log probs are finite and <= 0", "5.0 at position 1 is > 0"),
+        (reply([1], [1e308]), "log probs are finite and <= 0", "1e+308"),
+        (reply([1], [math.nan]), "log probs are finite and <= 0", "return_logprob"),
+        (reply([1], [-math.inf]), "log probs are finite and <= 0", "-inf"),
+        (reply([1], [None]), "log probs are numbers", "NoneType"),
+        (reply([1], [False]), "log probs are numbers", "bool"),
+        (reply([1, 2], [-0.5]), "one log prob per token id", "2 token ids but 1 log probs"),
+        (reply([1], finish="done"), "a known finish reason", "'done'"),
+    ],
+)
+def test_the_contract_rejects_each_broken_rule(output, rule, detail):
+    with pytest.raises(EngineContractError) as caught:
+        ReplyContract(vocab_size=565, max_new_tokens=8, engine="my-engine").check(output)
+    err = caught.value
+    assert err.engine == "my-engine" and err.rule == rule and err.kept is None
+    assert str(err).startswith(f"my-engine broke the reply contract ({rule}): ") and detail in str(err)
+
+
+def test_the_contract_keeps_the_first_max_new_tokens_of_a_longer_reply():
+    with pytest.raises(EngineContractError, match=r"at most max_new_tokens.*5007 tokens") as caught:
+        ReplyContract(565, 64).check(reply([i % 500 for i in range(5007)]))
+    kept = caught.value.kept
+    assert kept.token_ids == [i % 500 for i in range(64)] and kept.log_probs == [-0.5] * 64
+    assert kept.finish_reason == "length"
+    with pytest.raises(EngineContractError, match="token ids in"):  # any other break rejects it all
+        ReplyContract(565, 4).check(reply([1, 2, 3, 4, 5, 600]))
+
+
+def test_the_contract_accepts_integers_and_rounding_and_gives_plain_types():
+    out = ReplyContract(565, 8).check(reply([np.int64(3), 0, 564], [np.float32(-0.5), -3, 4e-7]))
+    assert out.token_ids == [3, 0, 564] and [type(t) for t in out.token_ids] == [int] * 3
+    assert out.log_probs == [-0.5, -3.0, 0.0] and [type(lp) for lp in out.log_probs] == [float] * 3
+    assert ReplyContract(565, 0).check(reply([], finish="abort")).token_ids == []

@@ -16,7 +16,7 @@ SAMPLING = {"temperature": 1.0}
 def play(server, codec, env, config, seed=0, **kwargs):
     async def main():
         async with SGLangEngine(
-            server.url, max_retries=2, backoff=0.01, timeout=kwargs.pop("timeout", 30)
+            server.url, max_retries=2, backoff=0.01, turn_timeout=kwargs.pop("turn_timeout", 30)
         ) as eng:
             return await run_episode(
                 env, eng, codec, seed=seed, config=config, sampling_params=SAMPLING, **kwargs
@@ -164,7 +164,7 @@ def test_engine_faults_end_with_a_status_and_an_explicit_reward(served, fault, t
     server.clear_faults()
     server.inject(fault, times=times)
     env = build_env("sokoban", grid_size=(6, 6), num_boxes=1)
-    traj = play(server, codec, env, EpisodeConfig(max_turns=1, max_new_tokens=8), seed=1, timeout=1.0)
+    traj = play(server, codec, env, EpisodeConfig(max_turns=1, max_new_tokens=8), seed=1, turn_timeout=1.0)
     server.clear_faults()
     assert traj.status is status
     assert (error is None and traj.error is None) or error in traj.error

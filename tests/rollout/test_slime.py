@@ -13,6 +13,7 @@ from slime.utils.types import LegacySample, Sample
 from vlm_envs.envs.geo3k import Geo3kEnv
 from vlm_envs.envs.geo3k.problems import generate_problem
 from vlm_envs.rollout import slime as hook
+from vlm_envs.testing import Fault
 
 
 @pytest.fixture(autouse=True)
@@ -225,3 +226,49 @@ def test_a_negative_worker_count_fails_the_sample(served):
     assert (
         sample.status is Sample.Status.FAILED and "vlm_envs_workers" in sample.metadata["vlm_envs"]["error"]
     )
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_the_yaml_deadlines_reach_the_engine(served, workers):
+    """``vlm_envs_read_timeout`` / ``vlm_envs_turn_timeout`` from the YAML bound the turn, in this
+    process and in worker processes alike."""
+    server, _ = served
+    base = dict(rollout_interaction_env_path="sokoban", max_turns=2, vlm_envs_workers=workers)
+    cases = [
+        (
+            Fault("delay", seconds=5.0),
+            {"vlm_envs_turn_timeout": 1},
+            "no complete reply within turn_timeout=1 s",
+        ),
+        (
+            Fault("stall", seconds=5.0),
+            {"vlm_envs_read_timeout": 0.3, "vlm_envs_turn_timeout": 30},
+            "the reply made no progress for read_timeout=0.3 s",
+        ),
+    ]
+    for fault, yaml, error in cases:
+        server.clear_faults()
+        server.inject(fault, times=5)
+        sample = Sample(index=9, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}})
+        run(make_args(server, **base, **yaml), sample)
+        server.clear_faults()
+        record = sample.metadata["vlm_envs"]
+        assert sample.status is Sample.Status.FAILED and sample.reward == 0.0
+        assert record["error"].startswith("engine: EngineTimeout: ") and error in record["error"]
+        assert sample.response_length == len(sample.loss_mask) == len(sample.rollout_log_probs) == 0
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("vlm_envs_turn_timeout", -1),
+        ("vlm_envs_read_timeout", "60"),
+        ("vlm_envs_turn_timeout", float("inf")),
+        ("vlm_envs_max_body_bytes", 0),
+    ],
+)
+def test_a_bad_deadline_in_the_yaml_fails_the_sample_and_names_the_key(served, key, value):
+    server, _ = served
+    args = make_args(server, rollout_interaction_env_path="sokoban", **{key: value})
+    sample = run(args, Sample(index=10))
+    assert sample.status is Sample.Status.FAILED and key in sample.metadata["vlm_envs"]["error"]

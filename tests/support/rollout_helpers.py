@@ -18,9 +18,18 @@ def script(server: SGLangTestServer, codec: ChatCodec, *texts: str, eos: bool = 
 
 
 def assert_trainer_invariants(traj: Trajectory, codec: ChatCodec) -> None:
-    """What slime's trainer checks: lengths, mask on generated tokens only, image blocks and tensors."""
+    """What slime's trainer checks: lengths, mask on generated tokens only, image blocks and tensors.
+
+    Failed trajectories included: every id in ``[0, vocab)``, log probs finite and ``<= 0`` under
+    mask 1 and 0.0 elsewhere, and exactly the generated tokens the turn records count under mask 1.
+    """
     n = traj.response_length
     assert len(traj.loss_mask) == len(traj.log_probs) == n == len(traj.tokens) - len(traj.prompt_ids)
+    vocab = len(codec.tokenizer)
+    assert all(type(t) is int and 0 <= t < vocab for t in traj.tokens)
+    for mask, lp in zip(traj.loss_mask, traj.log_probs, strict=True):
+        assert type(lp) is float and math.isfinite(lp) and (lp <= 0.0 if mask else lp == 0.0)
+    assert sum(traj.loss_mask) == sum(t.generated_tokens for t in traj.turns)
     offset = 0
     for seg in traj.segments:
         assert traj.loss_mask[offset : offset + len(seg.ids)] == [int(seg.trainable)] * len(seg.ids)

@@ -45,6 +45,8 @@ class PolicyOptions:
     tools: bool = False
     timeout: float = 300.0
     max_retries: int = 4
+    read_timeout: float = 60.0  # sglang: seconds a reply may make no progress
+    turn_timeout: float = 300.0  # sglang: seconds per turn, retries included
 
 
 @dataclasses.dataclass(frozen=True)

@@ -61,7 +61,15 @@ class SGLangPolicy(Policy):
         self.name = f"sglang:{url}"
         self.url = url.rstrip("/")
         self.options = options
-        self.engine = SGLangEngine(self.url, timeout=options.timeout, max_retries=options.max_retries)
+        try:
+            self.engine = SGLangEngine(
+                self.url,
+                read_timeout=options.read_timeout,
+                turn_timeout=options.turn_timeout,
+                max_retries=options.max_retries,
+            )
+        except ValueError as err:
+            raise PolicyError(f"{err} (set by --read-timeout / --turn-timeout)") from err
         self.codec: ChatCodec | None = None
         self.sampling = {"temperature": options.temperature, "max_new_tokens": options.max_tokens}
 

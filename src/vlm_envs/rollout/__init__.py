@@ -6,10 +6,12 @@ Needs the ``rollout`` extra (torch, transformers, aiohttp).
 from vlm_envs.rollout.codec import ChatCodec, Encoded
 from vlm_envs.rollout.engines import (
     Engine,
+    EngineContractError,
     EngineError,
     EngineOutput,
     EngineTimeout,
     PermanentEngineError,
+    ReplyContract,
     SGLangEngine,
     TransientEngineError,
     image_data_uri,
@@ -24,6 +26,7 @@ __all__ = [
     "CodecError",
     "Encoded",
     "Engine",
+    "EngineContractError",
     "EngineError",
     "EngineOutput",
     "EngineTimeout",
@@ -32,6 +35,7 @@ __all__ = [
     "EpisodeWorkers",
     "PermanentEngineError",
     "ProcessedImage",
+    "ReplyContract",
     "SGLangEngine",
     "Status",
     "Trajectory",

@@ -1,8 +1,10 @@
 """Inference engines: token ids and images in; token ids, log probs and a finish reason out.
 
 :class:`Engine` is the small interface the episode loop talks to; :class:`SGLangEngine` speaks
-SGLang's native ``/generate`` over pooled async HTTP, retrying transient failures only. Returned
-token ids come from ``meta_info.output_token_logprobs``; returned text is never re-tokenized.
+SGLang's native ``/generate`` over pooled async HTTP, retrying transient failures only, with a
+bounded body and a per-turn deadline. Returned token ids come from
+``meta_info.output_token_logprobs``; returned text is never re-tokenized. :class:`ReplyContract`
+states what any engine's reply must be; the episode loop checks every reply against it.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ import base64
 import dataclasses
 import json
 import math
+import numbers
 import random
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
 
 import aiohttp
 from PIL import Image
@@ -31,6 +34,18 @@ ImageInput = str | bytes | Image.Image
 _FINISH_TYPES: frozenset[str] = frozenset({"stop", "length", "abort"})
 # HTTP statuses worth retrying: request timeout, rate limiting, and every server error.
 _RETRY_4XX = frozenset({408, 429})
+#: A log prob above 0 by at most this is float rounding of a certain token (p = 1); kept as 0.0.
+LOG_PROB_ROUNDING = 1e-5
+#: SGLang's ``max_new_tokens`` when a request names none (sglang/srt/sampling/sampling_params.py).
+SGLANG_DEFAULT_MAX_NEW_TOKENS = 128
+#: Body bytes one generated token may take: its ``[logprob, id, null]`` triple (~40 bytes) and its
+#: JSON-escaped share of ``text`` (a long token of escaped non-ASCII is ~100), with a wide margin.
+BODY_BYTES_PER_TOKEN = 512
+#: Body bytes allowed on top of the per-token bound: ``meta_info``'s other fields, whitespace.
+BODY_ALLOWANCE_BYTES = 1 << 20
+#: Default deadlines of one SGLang turn (seconds): no progress on a read, and the whole turn.
+DEFAULT_READ_TIMEOUT_S = 60.0
+DEFAULT_TURN_TIMEOUT_S = 300.0
 
 
 class EngineError(Exception):
@@ -42,11 +57,23 @@ class TransientEngineError(EngineError):
 
 
 class EngineTimeout(TransientEngineError):
-    """The engine did not answer within the per-request timeout, on every attempt."""
+    """The engine gave no complete reply in time: a read made no progress, or the turn ran out."""
 
 
 class PermanentEngineError(EngineError):
     """A failure a retry cannot fix: a 4xx answer, or a reply that breaks the protocol."""
+
+
+class EngineContractError(PermanentEngineError):
+    """A reply broke the reply contract (see :class:`ReplyContract`).
+
+    ``engine`` names the engine, ``rule`` the rule broken. ``kept`` is set when the reply is usable
+    up to a point (more tokens than asked): its first ``max_new_tokens`` tokens, checked.
+    """
+
+    def __init__(self, engine: str, rule: str, detail: str, kept: EngineOutput | None = None) -> None:
+        super().__init__(f"{engine} broke the reply contract ({rule}): {detail}")
+        self.engine, self.rule, self.kept = engine, rule, kept
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,10 +87,6 @@ class EngineOutput:
     #: The stop string or stop token id that ended a ``"stop"`` generation, when the engine says.
     matched_stop: int | str | None = None
 
-    def __post_init__(self) -> None:
-        if len(self.token_ids) != len(self.log_probs):
-            raise ValueError(f"{len(self.token_ids)} token ids but {len(self.log_probs)} log probs")
-
 
 @runtime_checkable
 class Engine(Protocol):
@@ -74,6 +97,89 @@ class Engine(Protocol):
     ) -> EngineOutput:
         """Raise :class:`EngineError` subclasses on failure; an abort is an output, not an error."""
         ...
+
+
+def engine_name(engine: object) -> str:
+    """How errors name ``engine``: its ``name`` attribute if it has a string one, else its class."""
+    name = getattr(engine, "name", None)
+    return name if isinstance(name, str) and name else type(engine).__name__
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplyContract:
+    """What every engine reply must be, checked once per reply by the episode loop.
+
+    Token ids are ints (not bools, not floats) in ``[0, vocab_size)``; there is one log prob per id,
+    each a finite real number ``<= 0`` (up to :data:`LOG_PROB_ROUNDING`); the finish reason is one
+    SGLang reports (stop, length, abort); there are at most ``max_new_tokens`` ids. A reply with
+    more keeps its first ``max_new_tokens`` (``EngineContractError.kept``); any other break rejects
+    the whole reply.
+    """
+
+    vocab_size: int
+    max_new_tokens: int
+    engine: str = "engine"
+
+    def check(self, output: EngineOutput) -> EngineOutput:
+        """``output`` with ids as ints and log probs as floats; raises :class:`EngineContractError`."""
+        ids, log_probs = output.token_ids, output.log_probs
+        if output.finish_reason not in _FINISH_TYPES:
+            self._broken(
+                "a known finish reason", f"{output.finish_reason!r} is not one of {sorted(_FINISH_TYPES)}"
+            )
+        if len(ids) != len(log_probs):
+            self._broken("one log prob per token id", f"{len(ids)} token ids but {len(log_probs)} log probs")
+        if set(map(type, ids)) - {int}:  # fast paths first: this runs on the event loop every turn
+            ids = [self._token_id(i, t) for i, t in enumerate(ids)]
+        low, high = (min(ids), max(ids)) if ids else (0, 0)
+        if low < 0 or high >= self.vocab_size:
+            i, t = next((i, t) for i, t in enumerate(ids) if not 0 <= t < self.vocab_size)
+            self._broken(
+                "token ids in [0, vocab_size)",
+                f"token id {t} at position {i} is outside [0, {self.vocab_size})",
+            )
+        plain = not set(map(type, log_probs)) - {float}  # a sum is not finite if any term is not
+        if not (plain and max(log_probs, default=0.0) <= 0.0 and math.isfinite(sum(log_probs))):
+            log_probs = [self._log_prob(i, lp) for i, lp in enumerate(log_probs)]
+        checked = dataclasses.replace(output, token_ids=list(ids), log_probs=list(log_probs))
+        if len(ids) > self.max_new_tokens:
+            kept = dataclasses.replace(
+                checked,
+                token_ids=checked.token_ids[: self.max_new_tokens],
+                log_probs=checked.log_probs[: self.max_new_tokens],
+                finish_reason="length",
+            )
+            n = self.max_new_tokens
+            self._broken(
+                "at most max_new_tokens",
+                f"{len(ids)} tokens for max_new_tokens={n}; the first {n} kept",
+                kept,
+            )
+        return checked
+
+    def _token_id(self, position: int, token: Any) -> int:
+        if isinstance(token, numbers.Integral) and not isinstance(token, bool):
+            return int(token)
+        self._broken(
+            "token ids are ints", f"token id {token!r} at position {position} is a {type(token).__name__}"
+        )
+
+    def _log_prob(self, position: int, value: Any) -> float:
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):
+            self._broken(
+                "log probs are numbers",
+                f"log prob {value!r} at position {position} is a {type(value).__name__}",
+            )
+        value = float(value)
+        if not math.isfinite(value):
+            hint = " (did return_logprob reach the server?)"
+            self._broken("log probs are finite and <= 0", f"log prob {value!r} at position {position}{hint}")
+        if value > LOG_PROB_ROUNDING:
+            self._broken("log probs are finite and <= 0", f"log prob {value!r} at position {position} is > 0")
+        return min(value, 0.0)
+
+    def _broken(self, rule: str, detail: str, kept: EngineOutput | None = None) -> NoReturn:
+        raise EngineContractError(self.engine, rule, detail, kept)
 
 
 class _UriCache:
@@ -125,34 +231,40 @@ def image_data_uri(image: ImageInput, key: str | None = None) -> str:
     raise TypeError(f"an image must be a PIL image, encoded bytes or a string, not {type(image).__name__}")
 
 
-def parse_generate_response(body: Any) -> EngineOutput:
-    """An :class:`EngineOutput` from a decoded ``/generate`` reply.
+def parse_generate_response(body: Any, engine: str = "sglang") -> EngineOutput:
+    """An :class:`EngineOutput` from a decoded ``/generate`` reply, values as the server sent them.
 
-    Raises :class:`PermanentEngineError` if the reply is malformed.
+    Only the reply's shape is checked here (:class:`EngineContractError` if it is malformed); its
+    values are :class:`ReplyContract`'s to check, so a float or bool token id is never made an int.
     """
     try:
         meta = body["meta_info"]
         finish = meta["finish_reason"] or {}
         kind = finish["type"]
         triples = meta.get("output_token_logprobs")
-        if triples is None:
-            triples = [] if kind == "abort" else None
-        pairs = [(float(t[0]), int(t[1])) for t in triples]  # type: ignore[union-attr]
         text = body.get("text", "")
-    except (KeyError, TypeError, ValueError, IndexError) as err:
-        raise PermanentEngineError(f"malformed /generate reply ({type(err).__name__}: {err})") from err
-    if kind not in _FINISH_TYPES:
-        raise PermanentEngineError(f"unknown finish_reason type {kind!r}")
-    if not all(math.isfinite(lp) for lp, _ in pairs):
-        raise PermanentEngineError(
-            "the reply holds a non-finite log prob (did return_logprob reach the server?)"
+    except (KeyError, TypeError, AttributeError) as err:
+        detail = f"malformed /generate reply ({type(err).__name__}: {err})"
+        raise EngineContractError(engine, "reply shape", detail) from err
+    if triples is None and kind == "abort":
+        triples = []
+    if not isinstance(triples, list):
+        detail = (
+            "malformed /generate reply: no output_token_logprobs list (did return_logprob reach the server?)"
         )
+        raise EngineContractError(engine, "reply shape", detail)
+    if not all(isinstance(t, list) and len(t) >= 2 for t in triples):
+        i, t = next((i, t) for i, t in enumerate(triples) if not (isinstance(t, list) and len(t) >= 2))
+        detail = f"output_token_logprobs[{i}] is {str(t)[:80]}, not [log prob, token id, ...]"
+        raise EngineContractError(engine, "one log prob per token id", detail)
     if not isinstance(text, str):
-        raise PermanentEngineError(f"reply text is a {type(text).__name__}, not a string")
-    matched = finish.get("matched")
+        raise EngineContractError(
+            engine, "reply shape", f"reply text is a {type(text).__name__}, not a string"
+        )
+    matched = finish.get("matched") if isinstance(finish, dict) else None
     return EngineOutput(
-        token_ids=[t for _, t in pairs],
-        log_probs=[lp for lp, _ in pairs],
+        token_ids=[t[1] for t in triples],
+        log_probs=[t[0] for t in triples],
         finish_reason=kind,
         text=text,
         matched_stop=matched if isinstance(matched, int | str) else None,
@@ -162,24 +274,45 @@ def parse_generate_response(body: Any) -> EngineOutput:
 class SGLangEngine:
     """A client of SGLang's native ``POST /generate`` with ``return_logprob``.
 
-    One pooled ``aiohttp`` session per event loop; ``timeout`` seconds per attempt; connection
-    errors, timeouts, 5xx (and 408/429) are retried up to ``max_retries`` times with jittered
-    exponential backoff from ``backoff`` seconds (capped at ``max_backoff``); other 4xx and
-    malformed replies fail at once.
+    One pooled ``aiohttp`` session per event loop. Connection errors, 5xx (and 408/429) and stalled
+    reads are retried up to ``max_retries`` times with jittered exponential backoff from ``backoff``
+    seconds (capped at ``max_backoff``); other 4xx and malformed replies fail at once.
+
+    Each call is bounded in time and memory:
+
+    - ``turn_timeout`` (default 300 s) caps the whole call, every attempt and backoff included;
+      past it the call raises :class:`EngineTimeout`. SGLang sends nothing until a generation is
+      done, so this is also the longest a generation may take: raise it for long generations on a
+      loaded server.
+    - ``read_timeout`` (default 60 s): an attempt whose connection, or whose reply body once
+      started, makes no progress for this long fails (and is retried).
+    - The body is read incrementally and may hold at most ``max_body_bytes``; by default
+      :data:`BODY_BYTES_PER_TOKEN` per requested new token plus :data:`BODY_ALLOWANCE_BYTES`
+      (1.03 MB for 64 new tokens). A longer body fails at once, without being buffered.
     """
 
     def __init__(
         self,
         base_url: str,
         *,
-        timeout: float = 600.0,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+        turn_timeout: float = DEFAULT_TURN_TIMEOUT_S,
+        max_body_bytes: int | None = None,
         max_retries: int = 3,
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         max_connections: int = 1024,
     ) -> None:
+        for label, value in (("read_timeout", read_timeout), ("turn_timeout", turn_timeout)):
+            if not (isinstance(value, int | float) and 0 < value < math.inf):
+                raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
+        if max_body_bytes is not None and max_body_bytes < 1:
+            raise ValueError(f"max_body_bytes must be >= 1, got {max_body_bytes!r}")
         self.url = base_url.rstrip("/") + "/generate"
-        self.timeout = timeout
+        self.name = f"sglang {base_url.rstrip('/')}"
+        self.read_timeout = float(read_timeout)
+        self.turn_timeout = float(turn_timeout)
+        self.max_body_bytes = max_body_bytes
         self.max_retries = max_retries
         self.backoff = backoff
         self.max_backoff = max_backoff
@@ -222,38 +355,91 @@ class SGLangEngine:
         }
         if image_data:
             payload["image_data"] = image_data
-        return parse_generate_response(await self._post(payload))
+        return parse_generate_response(await self._post(payload), self.name)
+
+    def body_limit(self, sampling_params: Mapping[str, Any]) -> int:
+        """The most body bytes a reply to a request with these ``sampling_params`` may hold."""
+        if self.max_body_bytes is not None:
+            return self.max_body_bytes
+        new = sampling_params.get("max_new_tokens")
+        new = new if isinstance(new, int) and new >= 0 else SGLANG_DEFAULT_MAX_NEW_TOKENS
+        return new * BODY_BYTES_PER_TOKEN + BODY_ALLOWANCE_BYTES
 
     async def _post(self, payload: dict[str, Any]) -> Any:
+        errors: list[TransientEngineError] = []  # filled by _attempts, read here if the turn runs out
+        try:
+            return await asyncio.wait_for(self._attempts(payload, errors), self.turn_timeout)
+        except asyncio.TimeoutError:  # every timeout inside is an EngineError: this is the turn's
+            last = f"; last error: {errors[-1]}" if errors else ""
+            raise EngineTimeout(
+                f"{self.name}: no complete reply within turn_timeout={self.turn_timeout:g} s "
+                f"({len(errors) + 1} attempt(s){last})"
+            ) from None
+
+    async def _attempts(self, payload: dict[str, Any], errors: list[TransientEngineError]) -> Any:
         session = self._get_session()
         data = json.dumps(payload)
-        last: TransientEngineError | None = None
+        limit = self.body_limit(payload["sampling_params"])
         for attempt in range(self.max_retries + 1):
             if attempt:
                 delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
                 await asyncio.sleep(delay * random.uniform(0.5, 1.0))
             try:
-                async with session.post(
-                    self.url,
-                    data=data,
-                    headers={"Content-Type": "application/json"},
-                    timeout=aiohttp.ClientTimeout(total=self.timeout),
-                ) as resp:
-                    body = await resp.read()
-                    if resp.status == 200:
-                        try:
-                            return json.loads(body)
-                        except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
-                            raise PermanentEngineError(f"/generate replied with invalid JSON: {err}") from err
-                    excerpt = body[:300].decode("utf-8", errors="replace")
-                    message = f"/generate answered HTTP {resp.status}: {excerpt}"
+                return await self._attempt(session, data, limit)
+            except TransientEngineError as err:
+                errors.append(err)
+        raise errors[-1]
+
+    async def _attempt(self, session: aiohttp.ClientSession, data: str, limit: int) -> Any:
+        """One request; transport failures become :class:`TransientEngineError`."""
+        # No read timeout while waiting for the headers: they come when the generation is done.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.read_timeout)
+        try:
+            async with session.post(
+                self.url, data=data, headers={"Content-Type": "application/json"}, timeout=timeout
+            ) as resp:
+                if resp.status != 200:
+                    excerpt = (await self._read(resp.content.read(300))).decode("utf-8", errors="replace")
+                    message = f"{self.name}: /generate answered HTTP {resp.status}: {excerpt}"
                     if resp.status >= 500 or resp.status in _RETRY_4XX:
-                        last = TransientEngineError(message)
-                        continue
+                        raise TransientEngineError(message)
                     raise PermanentEngineError(message)
-            except asyncio.TimeoutError:
-                last = EngineTimeout(f"/generate gave no answer within {self.timeout} s")
-            except aiohttp.ClientError as err:
-                last = TransientEngineError(f"/generate connection failed: {type(err).__name__}: {err}")
-        assert last is not None
-        raise last
+                body = await self._read_body(resp, limit)
+        except asyncio.TimeoutError:  # connecting took longer than read_timeout
+            raise EngineTimeout(
+                f"{self.name}: no connection within read_timeout={self.read_timeout:g} s"
+            ) from None
+        except aiohttp.ClientError as err:
+            raise TransientEngineError(
+                f"{self.name}: /generate connection failed: {type(err).__name__}: {err}"
+            ) from err
+        try:
+            return json.loads(body)
+        except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
+            raise PermanentEngineError(f"{self.name}: /generate replied with invalid JSON: {err}") from err
+
+    async def _read_body(self, resp: aiohttp.ClientResponse, limit: int) -> bytes:
+        """The whole body, read chunk by chunk; fails past ``limit`` bytes without reading on."""
+        if resp.content_length is not None and resp.content_length > limit:
+            resp.close()
+            raise self._too_large(f"Content-Length is {resp.content_length} bytes", limit)
+        chunks, size = [], 0
+        while chunk := await self._read(resp.content.readany()):
+            size += len(chunk)
+            if size > limit:
+                resp.close()  # drop the connection rather than drain the rest
+                raise self._too_large(f"more than {limit} bytes arrived", limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _read(self, read: Any) -> bytes:
+        """Await one read of the body; no progress for ``read_timeout`` fails the attempt."""
+        try:
+            return await asyncio.wait_for(read, self.read_timeout)
+        except asyncio.TimeoutError:
+            raise EngineTimeout(
+                f"{self.name}: the reply made no progress for read_timeout={self.read_timeout:g} s"
+            ) from None
+
+    def _too_large(self, detail: str, limit: int) -> EngineContractError:
+        return EngineContractError(self.name, f"a body of at most {limit} bytes", detail)

@@ -4,7 +4,9 @@
 own ids and log probs (never re-tokenized); each observation adds the exact token delta the chat
 template puts after the assistant turn. Env steps, processor calls and image encoding run off the
 event loop. Budgets are checked before anything is sent; an observation that does not fit is
-dropped whole (tokens and images). Errors end the episode with a status, never an exception.
+dropped whole (tokens and images). Every engine reply is checked against the
+:class:`~vlm_envs.rollout.engines.ReplyContract` before any of it is kept. Errors end the episode
+with a status, never an exception.
 """
 
 from __future__ import annotations
@@ -22,7 +24,16 @@ from typing import Any, TypeVar
 from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, CodecError, Encoded, ProcessedImage
-from vlm_envs.rollout.engines import Engine, EngineError, EngineOutput, image_data_uri
+from vlm_envs.rollout.engines import (
+    Engine,
+    EngineContractError,
+    EngineError,
+    EngineOutput,
+    PermanentEngineError,
+    ReplyContract,
+    engine_name,
+    image_data_uri,
+)
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import (
     Segment,
@@ -200,16 +211,19 @@ class _Episode:
             raise _Stop(Status.TRUNCATED, None)
         params = {**self.sampling, "max_new_tokens": min(self.sampling["max_new_tokens"], budget)}
         t0 = time.perf_counter()
-        out: EngineOutput = await self.engine.generate(self.engine_ids, self.image_uris, params)
+        out, overflow = await self._generate(params)
         t1 = time.perf_counter()
-        ids, log_probs = tuple(out.token_ids[:budget]), tuple(out.log_probs[:budget])
+        ids, log_probs = tuple(out.token_ids), tuple(out.log_probs)
         bad = next((i for i, t in enumerate(ids) if t in codec.special_image_ids), None)
         if bad is not None:
             ids, log_probs = ids[:bad], log_probs[:bad]
-        self._append(Segment(ids, log_probs, trainable=True), ids)
         ended_with_eos = bool(ids) and ids[-1] == codec.end_of_turn_id
         content_ids = ids[:-1] if ended_with_eos else ids
-        text = codec.decode(content_ids)  # bounded by max_new_tokens; a fast Rust call
+        try:  # checked ids, at most max_new_tokens of them: a fast Rust call that should not fail
+            text = codec.decode(content_ids)
+        except Exception as err:  # nothing of this reply is kept, so the trajectory stays consistent
+            raise CodecError(f"decoding the generated ids: {type(err).__name__}: {err}") from err
+        self._append(Segment(ids, log_probs, trainable=True), ids)
         record = TurnRecord(index, text, out.finish_reason, len(ids), timings={"generate_s": t1 - t0})
         traj.turns.append(record)
         traj.messages.append({"role": "assistant", "content": text, "token_ids": content_ids})
@@ -217,6 +231,8 @@ class _Episode:
             raise _Stop(Status.ABORTED, "the engine aborted the generation")
         if bad is not None:
             raise _Stop(Status.TRUNCATED, "the model generated an image special token; episode ended")
+        if overflow is not None:
+            raise _Stop(Status.TRUNCATED, overflow)
 
         last_turn = index + 1 >= self.config.max_turns
         if type(self.env).astep is Env.astep:  # step and encode in one hop off the loop
@@ -246,6 +262,29 @@ class _Episode:
         record.observation_tokens = len(delta.ids)
         traj.messages.append(seen.message)
         return True
+
+    async def _generate(self, params: dict[str, Any]) -> tuple[EngineOutput, str | None]:
+        """The engine's reply, checked against the :class:`ReplyContract`.
+
+        Any failure of the engine raises an :class:`EngineError`. A reply with more tokens than
+        asked comes back cut to ``max_new_tokens``, with the error that ends the episode TRUNCATED.
+        """
+        name = engine_name(self.engine)
+        try:
+            out = await self.engine.generate(self.engine_ids, self.image_uris, params)
+        except EngineError:
+            raise
+        except Exception as err:  # an engine that fails its own way has still failed, not the env
+            raise PermanentEngineError(f"{name}: {type(err).__name__}: {err}") from err
+        if not isinstance(out, EngineOutput):
+            raise EngineContractError(name, "an EngineOutput", f"generate returned a {type(out).__name__}")
+        rules = ReplyContract(self.space.vocab_size, params["max_new_tokens"], name)
+        try:
+            return rules.check(out), None
+        except EngineContractError as err:
+            if err.kept is None:
+                raise
+            return err.kept, _describe("engine", err)
 
     def _observe(self, text: str, encode: bool, ended_with_eos: bool) -> _Observed:
         """The env's answer to ``text`` and, if ``encode`` and the episode goes on, its token delta."""

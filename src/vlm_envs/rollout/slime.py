@@ -8,6 +8,9 @@ only from the YAML given to ``--custom-config-path``, together with ``max_turns`
     rollout_interaction_env_path: vlm_envs.envs.sokoban
     max_turns: 8
     vlm_envs_workers: 4   # optional: play episodes in 4 worker processes (see EpisodeWorkers)
+    vlm_envs_read_timeout: 60    # optional: seconds a read of SGLang's reply may make no progress
+    vlm_envs_turn_timeout: 300   # optional: seconds one generation may take, retries included
+    vlm_envs_max_body_bytes: 20000000  # optional: cap on a reply body (default: from max_new_tokens)
 
 Filled Sample fields: ``tokens`` (prompt + response, images expanded), ``response``,
 ``response_length``, ``loss_mask`` and ``rollout_log_probs`` (1 / the engine's log prob on generated
@@ -30,13 +33,14 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import math
 from collections.abc import Callable
 from typing import Any
 
 from vlm_envs.registry import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, Encoded
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor, run_episode
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import Status, Trajectory
@@ -52,6 +56,40 @@ HOW_TO_NAME_AN_ENV = (
 
 
 @dataclasses.dataclass(frozen=True)
+class EngineSettings:
+    """How the hook's :class:`SGLangEngine` bounds one turn (see there)."""
+
+    read_timeout: float = DEFAULT_READ_TIMEOUT_S
+    turn_timeout: float = DEFAULT_TURN_TIMEOUT_S
+    max_body_bytes: int | None = None
+
+    @classmethod
+    def from_args(cls, args: Any) -> EngineSettings:
+        """``vlm_envs_read_timeout``, ``vlm_envs_turn_timeout``, ``vlm_envs_max_body_bytes`` (YAML)."""
+        body = getattr(args, "vlm_envs_max_body_bytes", None)
+        if body is not None and (type(body) is not int or body < 1):
+            raise ValueError(f"vlm_envs_max_body_bytes must be a positive integer, got {body!r}")
+        return cls(
+            read_timeout=_seconds(args, "vlm_envs_read_timeout", DEFAULT_READ_TIMEOUT_S),
+            turn_timeout=_seconds(args, "vlm_envs_turn_timeout", DEFAULT_TURN_TIMEOUT_S),
+            max_body_bytes=body,
+        )
+
+    def make_engine(self, url: str) -> functools.partial[SGLangEngine]:
+        """A picklable factory of the engine at ``url`` with these settings."""
+        return functools.partial(SGLangEngine, url, **dataclasses.asdict(self))
+
+
+def _seconds(args: Any, name: str, default: float) -> float:
+    value = getattr(args, name, None)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+@dataclasses.dataclass(frozen=True)
 class HookConfig:
     """What one sample's rollout needs, resolved from slime's args and the sample."""
 
@@ -62,6 +100,7 @@ class HookConfig:
     url: str
     #: Worker processes to play episodes in (``vlm_envs_workers``); 0 plays them on slime's loop.
     workers: int = 0
+    engine: EngineSettings = EngineSettings()
 
 
 def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> HookConfig:
@@ -88,7 +127,13 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
     if workers < 0:
         raise ValueError(f"vlm_envs_workers must be >= 0, got {workers}")
     return HookConfig(
-        env=str(env), seed=seed, episode=episode, set_reward=set_reward, url=url, workers=workers
+        env=str(env),
+        seed=seed,
+        episode=episode,
+        set_reward=set_reward,
+        url=url,
+        workers=workers,
+        engine=EngineSettings.from_args(args),
     )
 
 
@@ -98,8 +143,8 @@ class _Runtime:
 
     def __init__(self) -> None:
         self.codecs: dict[int, ChatCodec] = {}
-        self.engines: dict[str, SGLangEngine] = {}
-        self.pools: dict[tuple[int, str, int], EpisodeWorkers] = {}
+        self.engines: dict[tuple[str, EngineSettings], SGLangEngine] = {}
+        self.pools: dict[tuple[int, str, EngineSettings, int], EpisodeWorkers] = {}
         self.abort_flags: dict[int, Callable[[], bool]] = {}
 
     def generate_state(self, args: Any) -> Any:
@@ -120,16 +165,18 @@ class _Runtime:
             self.codecs[id(processor)] = ChatCodec(processor)
         return self.codecs[id(processor)]
 
-    def engine(self, url: str) -> SGLangEngine:
-        if url not in self.engines:
-            self.engines[url] = SGLangEngine(url)
-        return self.engines[url]
+    def engine(self, url: str, settings: EngineSettings) -> SGLangEngine:
+        if (url, settings) not in self.engines:
+            self.engines[url, settings] = settings.make_engine(url)()
+        return self.engines[url, settings]
 
-    def pool(self, args: Any, codec: ChatCodec, url: str, processes: int) -> EpisodeWorkers:
-        key = (processes, url, id(codec))
+    def pool(
+        self, args: Any, codec: ChatCodec, url: str, processes: int, settings: EngineSettings
+    ) -> EpisodeWorkers:
+        key = (processes, url, settings, id(codec))
         if key not in self.pools:
             source = codec.processor if codec.processor is not None else codec.tokenizer
-            make_engine = functools.partial(SGLangEngine, url)
+            make_engine = settings.make_engine(url)
             self.pools[key] = EpisodeWorkers(
                 processes, source, make_engine, args=args, chat_template=codec.chat_template
             )
@@ -164,7 +211,7 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
     fallback_prompt = sample_prompt(sample)
     try:
         if env is None:
-            pool = _runtime.pool(args, codec, config.url, config.workers)
+            pool = _runtime.pool(args, codec, config.url, config.workers, config.engine)
             job = EpisodeJob(
                 env=config.env,
                 sample=sample,
@@ -177,7 +224,7 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
         else:
             traj = await run_episode(
                 env,
-                _runtime.engine(config.url),
+                _runtime.engine(config.url, config.engine),
                 codec,
                 seed=config.seed,
                 config=config.episode,

@@ -14,8 +14,9 @@ class ScriptedEngine:
 
     The choice depends only on the request, so an episode gets the same answers in any process and
     however episodes interleave. Each answer is a list of token ids (end it with the end-of-turn id
-    for a finished turn); every token's log prob is ``log_prob``. Stands in for an inference server
-    where the model's output does not matter: overhead benchmarks, and tests of what surrounds it.
+    for a finished turn), cut to ``max_new_tokens``; every token's log prob is ``log_prob``. Stands
+    in for an inference server where the model's output does not matter: overhead benchmarks, and
+    tests of what surrounds it.
     """
 
     def __init__(
@@ -35,4 +36,7 @@ class ScriptedEngine:
             await asyncio.sleep(self.latency)
         ids = self.answers[len(input_ids) % len(self.answers)]
         self.calls += 1
-        return EngineOutput(token_ids=ids, log_probs=[self.log_prob] * len(ids), finish_reason="stop")
+        limit = sampling_params.get("max_new_tokens", len(ids))
+        finish = "stop" if len(ids) <= limit else "length"  # as an engine does: never more than asked
+        ids = ids[:limit]
+        return EngineOutput(token_ids=ids, log_probs=[self.log_prob] * len(ids), finish_reason=finish)

@@ -4,7 +4,8 @@ Request: ``{input_ids, image_data: [data URIs], sampling_params, return_logprob}
 ``{text, meta_info: {id, finish_reason: {type: stop|length|abort, ...}, prompt_tokens,
 completion_tokens, output_token_logprobs: [[logprob, token_id, None], ...]}}``, as SGLang answers.
 Faults queued with :meth:`SGLangTestServer.inject` replace the answers to the next requests, so
-tests can exercise retries, timeouts, aborts and malformed replies over real HTTP.
+tests can exercise retries, timeouts, aborts, malformed replies and every break of the reply
+contract over real HTTP (see :class:`~vlm_envs.testing.faults.Fault`).
 
 Run it in a thread of the test process (:class:`SGLangTestServer`) or as its own process
 (``python -m vlm_envs.testing``, see :class:`ServerProcess`), where faults are queued with
@@ -26,59 +27,13 @@ import subprocess
 import sys
 import threading
 import urllib.request
-from collections import deque
-from typing import Any, Literal
+from typing import Any
 
 from aiohttp import web
 from PIL import Image
 
+from vlm_envs.testing.faults import CORRUPTIONS, STREAMED, Fault, FaultQueue, corrupt_reply, stream_reply
 from vlm_envs.testing.generation import SamplingParams, TinyEngine
-
-FaultKind = Literal["status", "delay", "abort", "body", "tokens", "drop"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Fault:
-    """What the server does with one request instead of answering it normally.
-
-    ``status``: answer HTTP ``status`` with an error body. ``delay``: wait ``seconds``, then answer
-    normally. ``abort``: answer ``finish_reason {"type": "abort"}`` with no tokens. ``body``: answer
-    HTTP ``status`` (200 unless set) with ``body`` verbatim (e.g. malformed JSON). ``tokens``: answer
-    with ``token_ids`` as the generation, scored by the model. ``drop``: close the connection unanswered.
-    """
-
-    kind: FaultKind
-    status: int = 500
-    seconds: float = 0.0
-    body: str = ""
-    token_ids: tuple[int, ...] = ()
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Fault:
-        """A fault from its JSON form (the fields of this class)."""
-        data = dict(data)
-        data["token_ids"] = tuple(data.get("token_ids", ()))
-        return cls(**data)
-
-
-class _FaultQueue:
-    """Faults for the next requests, in order; thread-safe (tests inject from another thread)."""
-
-    def __init__(self) -> None:
-        self._items: deque[Fault] = deque()
-        self._lock = threading.Lock()
-
-    def push(self, fault: Fault, times: int) -> None:
-        with self._lock:
-            self._items.extend([fault] * times)
-
-    def pop(self) -> Fault | None:
-        with self._lock:
-            return self._items.popleft() if self._items else None
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
 
 
 def decode_image(item: Any) -> Image.Image:
@@ -111,7 +66,7 @@ class SGLangTestServer:
         self.port = port
         self.url = ""
         self.requests: list[dict[str, Any]] = []
-        self._faults = _FaultQueue()
+        self._faults = FaultQueue()
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="tiny-engine"
         )
@@ -218,7 +173,7 @@ class SGLangTestServer:
         fault = self._faults.pop()
         if fault is not None and fault.kind == "delay":
             await asyncio.sleep(fault.seconds)
-        elif fault is not None and fault.kind != "tokens":
+        elif fault is not None and fault.kind in ("status", "body", "abort", "drop"):
             return self._fault_response(request, fault)
         try:
             params = SamplingParams.from_request(payload.get("sampling_params") or {})
@@ -229,7 +184,7 @@ class SGLangTestServer:
             )
         except (KeyError, TypeError, ValueError) as err:
             return web.json_response({"error": f"{type(err).__name__}: {err}"}, status=400)
-        if fault is not None:  # scripted tokens
+        if fault is not None and fault.kind == "tokens":
             gen = await loop.run_in_executor(
                 self._executor, self.engine.script, inputs, fault.token_ids, params
             )
@@ -246,7 +201,12 @@ class SGLangTestServer:
             meta["output_token_logprobs"] = [
                 [lp, t, None] for lp, t in zip(gen.log_probs, gen.token_ids, strict=True)
             ]
-        return web.json_response({"text": gen.text, "meta_info": meta})
+        reply = {"text": gen.text, "meta_info": meta}
+        if fault is not None and fault.kind in CORRUPTIONS:
+            reply = corrupt_reply(reply, fault, len(self.engine.tokenizer))
+        elif fault is not None and fault.kind in STREAMED:
+            return await stream_reply(request, reply, fault)
+        return web.json_response(reply)
 
     def _fault_response(self, request: web.Request, fault: Fault) -> web.Response:
         if fault.kind == "status":
