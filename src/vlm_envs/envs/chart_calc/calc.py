@@ -50,7 +50,8 @@ FUNCTIONS: dict[str, tuple[Callable[..., float], int, int]] = {
 }
 
 _TOKEN = re.compile(
-    r"\s*(?:(\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|(\*\*|[-+*/^(),])|([A-Za-z_]\w*))"
+    r"\s*(?:(\d+\.?\d*(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|(\*\*|[-+*/^(),])|([A-Za-z_]\w*))",
+    re.ASCII,
 )
 
 
