@@ -1,4 +1,4 @@
-"""ChartCalc: seed-exact charts, answers that follow from the printed values, the calc tool, oracle and baseline."""
+"""ChartCalc: seed-exact charts, answers that follow from the printed values, calc, oracle and baseline."""
 
 import json
 import random
@@ -72,7 +72,7 @@ def test_the_oracle_wins_on_200_seeds_and_the_random_baseline_is_far_below():
     oracle, rand = 0, 0
     for seed in range(200):
         env.reset(seed=seed)
-        done, calls = False, 0
+        done = False
         while not done:
             _, done, info = env.step(env.oracle_response())
         oracle += env.episode_reward() == 1.0 and info.metrics["calc_calls"] == 1

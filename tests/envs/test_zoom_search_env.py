@@ -130,7 +130,7 @@ def test_zooms_past_the_limit_are_refused_and_the_turn_cap_ends_the_episode():
     assert len(first.images) == 1 and first.images[0].size == (448, 448)
     second, done, _ = env.step(zoom([0, 0, 448, 448]))
     assert not second.images and "zooms are used" in second.text and not done
-    third, done, info = env.step(zoom([0, 0, 448, 448]))
+    _, done, info = env.step(zoom([0, 0, 448, 448]))
     assert done and info.truncated and env.episode_reward() == 0.0
 
 

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from typing import Any
 
 from vlm_envs import build_env
 from vlm_envs.protocol import Env, Observation
 
 
-def _feed(h: "hashlib._Hash", obs: Observation) -> None:
+def _feed(h: Any, obs: Observation) -> None:
     h.update(f"{obs.role}|{obs.text}|{obs.image_slots}".encode())
     for im in obs.images:
         h.update(f"{im.mode}{im.size}".encode() + im.tobytes())

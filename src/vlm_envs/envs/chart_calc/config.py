@@ -1,4 +1,4 @@
-"""ChartCalc's typed config: the difficulty knobs, validated once where they enter (unknown keys are errors)."""
+"""ChartCalc's typed config: the difficulty knobs, validated once where they enter (unknown keys: errors)."""
 
 from __future__ import annotations
 

@@ -100,9 +100,9 @@ class ChartCalcEnv(Env):
     def _instructions(self) -> str:
         ep = self._running()
         return (
-            f"{ep.question.text}\n\nRead the values from the chart. You may compute with the calc tool; to call "
-            f"it, write: {_EXAMPLE}\nYou have {self.config.max_turns} replies in all. When you are done, reply "
-            "without a tool call and put your final answer in \\boxed{}."
+            f"{ep.question.text}\n\nRead the values from the chart. You may compute with the calc tool; "
+            f"to call it, write: {_EXAMPLE}\nYou have {self.config.max_turns} replies in all. When you are "
+            "done, reply without a tool call and put your final answer in \\boxed{}."
         )
 
     def _running(self) -> _Episode:

@@ -180,7 +180,10 @@ def _which(table: ChartTable, s: int, rng: np.random.Generator) -> Question:
         mean = Fraction(sum(row), len(row))
         scores = [-abs(v - mean) for v in row]
         best = int(np.argmax(scores))
-        text = "Which category's value is closest to the mean of all the values? Answer with the category's name."
+        text = (
+            "Which category's value is closest to the mean of all the values? "
+            "Answer with the category's name."
+        )
         expr = f"({' + '.join(map(str, row))}) / {len(row)}"
     if sorted(scores)[-1] == sorted(scores)[-2]:
         row = table.values[s]

@@ -80,8 +80,8 @@ class ZoomSearchConfig(BaseModel):
         least, most = self.box_range()
         if least > most:
             raise ValueError(
-                f"no object size keeps the code at least {MIN_CROP_GLYPH_PX} px high in a {self.crop_view} px "
-                f"crop while boxes are at least {least} px: raise glyph_px or crop_view"
+                f"no object size keeps the code at least {MIN_CROP_GLYPH_PX} px high in a "
+                f"{self.crop_view} px crop while boxes are at least {least} px: raise glyph_px or crop_view"
             )
         if self.grid() ** 2 < self.distractors + 1:
             raise ValueError(

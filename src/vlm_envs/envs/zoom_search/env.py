@@ -51,7 +51,7 @@ def _normal(text: str) -> str:
 
 
 class ZoomSearchEnv(Env):
-    """ZoomSearch: a crowded canvas, one object named by colour and shape, its code readable only by zooming."""
+    """ZoomSearch: a crowded canvas, one object named by colour and shape, its code legible only zoomed in."""
 
     description: ClassVar[str] = "Find an object on a large canvas and read its tiny code with a zoom tool"
 
@@ -78,8 +78,8 @@ class ZoomSearchEnv(Env):
                 "type": "function",
                 "function": {
                     "name": TOOL_NAME,
-                    "description": f"Zoom into a box of the first image and see it at higher resolution; the box "
-                    f"is [x0, y0, x1, y1] in {frame}.",
+                    "description": "Zoom into a box of the first image and see it at higher resolution; "
+                    f"the box is [x0, y0, x1, y1] in {frame}.",
                     "parameters": {
                         "type": "object",
                         "properties": {
@@ -127,9 +127,9 @@ class ZoomSearchEnv(Env):
         _, frame = self._frame()
         example = self.zoom_call(self._example_box())
         return (
-            f"Find {ep.scene.question()} in the image; no other object has that colour and shape. What is the "
-            f"{cfg.code_length}-character code written on it?\nThe code is too small to read here. Zoom in with "
-            f"the zoom tool, giving a box [x0, y0, x1, y1] in {frame}, for example: {example}\n"
+            f"Find {ep.scene.question()} in the image; no other object has that colour and shape. What is "
+            f"the {cfg.code_length}-character code written on it?\nThe code is too small to read here. Zoom "
+            f"in with the zoom tool, giving a box [x0, y0, x1, y1] in {frame}, for example: {example}\n"
             f"You may zoom {cfg.max_zooms} times and have {cfg.max_turns} replies in all. When you are done, "
             "reply without a tool call and put the code in \\boxed{}."
         )
