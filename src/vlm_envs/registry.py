@@ -58,8 +58,8 @@ class EnvSpec:
 
     @property
     def gym_id(self) -> str:
-        """The gymnasium id, e.g. ``vlm_envs/Sokoban-v0``."""
-        return f"vlm_envs/{self.name[:1].upper()}{self.name[1:]}-v0"
+        """The gymnasium id, the name in CamelCase: ``vlm_envs/Sokoban-v0``, ``vlm_envs/ZoomSearch-v0``."""
+        return f"vlm_envs/{''.join(part[:1].upper() + part[1:] for part in self.name.split('_'))}-v0"
 
     def load(self) -> Any:
         """Import the target: a module with ``build_env``, an ``Env`` subclass or a factory."""

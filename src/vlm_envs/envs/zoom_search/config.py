@@ -1,0 +1,91 @@
+"""ZoomSearch's typed config: the difficulty knobs, validated once where they enter (unknown keys are errors).
+
+The checks make the glyph-size guarantee hold by construction: the code's glyphs are at most
+:data:`MAX_VIEW_GLYPH_PX` high in the first view and at least :data:`MIN_CROP_GLYPH_PX` high in the
+tool's crop of the object's box.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from vlm_envs.envs.zoom_search.glyphs import glyph_font
+
+#: View sides are multiples of 224 = lcm(28, 32): Qwen2-VL's 28 px and Qwen3-VL's 32 px grids both tile
+#: the view exactly, so the frame the model sees is the frame the tool's coordinates refer to.
+VIEW_MULTIPLE = 224
+#: The smallest zoom box side, in view pixels: one merged Qwen2-VL patch (14 px x merge 2).
+MIN_ZOOM_PX = 28
+#: In the first view the code is unreadable: glyphs at most this high (px).
+MAX_VIEW_GLYPH_PX = 4
+#: In the crop of the object's box the code is readable: glyphs at least this high (px).
+MIN_CROP_GLYPH_PX = 14
+#: Space kept free between neighbouring objects' cells, in canvas px.
+CELL_GAP = 32
+
+
+class ZoomSearchConfig(BaseModel):
+    """Everything that defines a ZoomSearch episode besides the seed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Side of the square canvas in px; an integer multiple (>= 2) of ``view``.
+    canvas: int = 3584
+    #: Side of the first observation (the whole canvas scaled down), a multiple of 224.
+    view: int = 896
+    #: The tool's crop is scaled to fit a ``crop_view`` x ``crop_view`` box.
+    crop_view: int = Field(448, ge=112)
+    #: Objects besides the target.
+    distractors: int = Field(40, ge=0)
+    #: Height of the code's glyphs (cap height) on the canvas, in px.
+    glyph_px: int = Field(14, ge=8, le=64)
+    code_length: int = Field(4, ge=3, le=6)
+    max_zooms: int = Field(4, ge=0)
+    max_turns: int = Field(6, ge=1)
+    #: The frame of the zoom tool's ``bbox``: view pixels, or 0-1000 (Qwen3-VL's convention).
+    coords: Literal["pixels", "relative1000"] = "pixels"
+    #: Added to the reward of a correct answer that used at least one zoom (never paid alone).
+    tool_bonus: float = Field(0.0, ge=0.0)
+
+    @property
+    def scale(self) -> int:
+        """Canvas pixels per view pixel."""
+        return self.canvas // self.view
+
+    def box_range(self) -> tuple[int, int]:
+        """Least and most object box side on the canvas, multiples of :attr:`scale`."""
+        _, ink, plate_width = glyph_font(self.glyph_px, self.code_length)
+        most = ink * self.crop_view // MIN_CROP_GLYPH_PX // self.scale * self.scale
+        least = max(MIN_ZOOM_PX * self.scale, -(-(plate_width * 2) // self.scale) * self.scale)
+        return least, most
+
+    def grid(self) -> int:
+        """Cells per canvas side; each object sits in its own cell."""
+        return self.canvas // (self.box_range()[1] + CELL_GAP)
+
+    @model_validator(mode="after")
+    def _check(self) -> ZoomSearchConfig:
+        if self.view % VIEW_MULTIPLE or self.canvas % self.view or self.scale < 2:
+            raise ValueError(
+                f"view must be a multiple of {VIEW_MULTIPLE} and canvas an integer multiple (>= 2) of it, "
+                f"got canvas={self.canvas}, view={self.view}"
+            )
+        if self.glyph_px > MAX_VIEW_GLYPH_PX * self.scale:
+            raise ValueError(
+                f"glyph_px={self.glyph_px} would be over {MAX_VIEW_GLYPH_PX} px high in the view "
+                f"(scale {self.scale}); use at most {MAX_VIEW_GLYPH_PX * self.scale}"
+            )
+        least, most = self.box_range()
+        if least > most:
+            raise ValueError(
+                f"no object size keeps the code at least {MIN_CROP_GLYPH_PX} px high in a "
+                f"{self.crop_view} px crop while boxes are at least {least} px: raise glyph_px or crop_view"
+            )
+        if self.grid() ** 2 < self.distractors + 1:
+            raise ValueError(
+                f"{self.distractors + 1} objects do not fit a {self.canvas} px canvas "
+                f"({self.grid() ** 2} cells of {most + CELL_GAP} px): lower distractors or raise canvas"
+            )
+        return self
