@@ -256,19 +256,61 @@ class ChatCodec:
         prompt. ``ended_with_eos`` says whether the generated ids already end with the end-of-turn
         token; if not (stop string, length) the delta starts with it.
         """
+        return self._delta(message, images, "eos" if ended_with_eos else "open")
+
+    def encode_followup(
+        self, message: Mapping[str, Any], images: Sequence[Image.Image] | None = None
+    ) -> Encoded:
+        """The tokens the template appends for ``message`` right after a user turn (no assistant
+        turn between), through the generation prompt: the task's :meth:`head` + this is a context
+        that shows the task and then the current observation."""
+        return self._delta(message, images, "user")
+
+    def head(self, prompt: Encoded) -> Encoded:
+        """``prompt`` (ending with the generation prompt) without its generation prompt."""
+        tail = self._generation_prompt_ids
+        if not tail or prompt.ids[-len(tail) :] != tail or prompt.engine_ids[-len(tail) :] != tail:
+            raise CodecError("the prompt does not end with the template's generation prompt")
+        return dataclasses.replace(
+            prompt, ids=prompt.ids[: -len(tail)], engine_ids=prompt.engine_ids[: -len(tail)]
+        )
+
+    @functools.cached_property
+    def _generation_prompt_ids(self) -> tuple[int, ...]:
+        ref = [{"role": "system", "content": _REF_SYSTEM}, {"role": "user", "content": _REF_USER}]
+        closed, open_ = self.render(ref), self.render(ref, add_generation_prompt=True)
+        if not open_.startswith(closed):
+            raise CodecError("the template's generation prompt does not follow the conversation it closes")
+        return tuple(self.tokenize(open_[len(closed) :]))
+
+    def _delta(self, message: Mapping[str, Any], images: Sequence[Image.Image] | None, after: str) -> Encoded:
+        """A cached delta: ``after`` is ``"eos"``/``"open"`` (an assistant turn that did / did not
+        end with its end-of-turn token) or ``"user"`` (a user turn)."""
         processed = [self.process_image(im) for im in self._collect_images([message], images)]
-        key = (_message_key(message, processed), ended_with_eos)
+        key = (_message_key(message, processed), after)
         with self._deltas_lock:
             cached = self._deltas.get(key)
             if cached is not None:
                 self._deltas.move_to_end(key)
         if cached is None:
-            cached = self._encode_delta(message, processed, ended_with_eos)
+            if after == "user":
+                cached = self._encode_followup(message, processed)
+            else:
+                cached = self._encode_delta(message, processed, ended_with_eos=after == "eos")
             with self._deltas_lock:
                 self._deltas[key] = cached
                 while len(self._deltas) > DELTA_CACHE_ENTRIES:
                     self._deltas.popitem(last=False)
         return cached
+
+    def _encode_followup(self, message: Mapping[str, Any], processed: list[ProcessedImage]) -> Encoded:
+        ref = [{"role": "system", "content": _REF_SYSTEM}, {"role": "user", "content": _REF_USER}]
+        closed, text = self.render(ref), self.render([*ref, message], add_generation_prompt=True)
+        if not text.startswith(closed):
+            raise CodecError("the template renders a user turn differently when another message follows")
+        delta = text[len(closed) :]
+        ids = tuple(self.tokenize(delta))
+        return Encoded(ids=self._expand(ids, processed), engine_ids=ids, images=processed, text=delta)
 
     def _encode_delta(
         self, message: Mapping[str, Any], processed: list[ProcessedImage], ended_with_eos: bool

@@ -107,7 +107,7 @@ def _image_violations(
 
 
 def trajectory_violations(traj: Any, space: TokenSpace) -> list[str]:
-    """What a :class:`~vlm_envs.rollout.trajectory.Trajectory` breaks."""
+    """What a :class:`~vlm_envs.rollout.trajectory.Trajectory` (or one of its turn samples) breaks."""
     grids = [image.grid_thw for image in traj.images]
     return token_violations(
         traj.prompt_ids, traj.response_ids, traj.loss_mask, traj.log_probs, grids, None, space
@@ -146,6 +146,9 @@ def enforce(traj: Any, space: TokenSpace) -> list[str]:
     Returns the violations (reported, see :func:`report`).
     """
     violations = trajectory_violations(traj, space)
+    if not traj.history.full:  # a windowed episode trains on its turn samples: each keeps the contract
+        for sample in traj.turn_samples():
+            violations += [f"turn {sample.turn}: {v}" for v in trajectory_violations(sample, space)]
     if violations:
         report("trajectory", violations)
         traj.discard_response(f"contract: {violations[0]}")

@@ -34,6 +34,7 @@ from vlm_envs.rollout.engines import (
     engine_name,
     image_data_uri,
 )
+from vlm_envs.rollout.history import History
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import (
     Segment,
@@ -62,10 +63,13 @@ class EpisodeConfig:
     check_template: bool = False
     #: Reward of an episode that FAILED or was ABORTED.
     failure_reward: float = 0.0
+    #: What the model sees of past turns: ``full``, or ``window:K`` (then each turn is a sample).
+    history: History = dataclasses.field(default_factory=History)
 
     def __post_init__(self) -> None:
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
+        object.__setattr__(self, "history", History.parse(self.history))
 
 
 T = TypeVar("T")
@@ -115,6 +119,7 @@ class _Observed:
     env_s: float
     message: dict[str, Any] = dataclasses.field(default_factory=dict)
     delta: Encoded | None = None
+    follow: Encoded | None = None  # the observation after the task (window:0 contexts)
     uris: list[str] = dataclasses.field(default_factory=list)
     encode_s: float = 0.0
 
@@ -145,8 +150,10 @@ class _Episode:
         stop_ids = list(self.sampling.get("stop_token_ids") or [])
         self.sampling["stop_token_ids"] = stop_ids + [t for t in codec.stop_token_ids if t not in stop_ids]
         self.space = codec.token_space
+        self.history = config.history
         self.engine_ids = array.array("q")  # grows every turn; an array is invisible to the collector
         self.image_uris: list[str] = []
+        self.uri_by_key: dict[str, str] = {}  # windowed contexts pick their images' payloads here
         self.length = 0  # prompt + response tokens so far
         self.traj: Trajectory | None = None
 
@@ -160,13 +167,15 @@ class _Episode:
             return await self.env.areset(seed=seed)
         return await self._off_loop(self.env.reset, seed)
 
-    def _budget(self) -> int:
-        """How many more tokens the episode may hold."""
+    def _budget(self, context: int | None = None) -> int:
+        """How many more tokens the episode may hold; a windowed turn's sample holds its
+        ``context`` and its reply only."""
         left = [1 << 62]
         if self.config.max_context_tokens is not None:
-            left.append(self.config.max_context_tokens - self.length)
+            left.append(self.config.max_context_tokens - (self.length if context is None else context))
         if self.config.max_response_tokens is not None:
-            left.append(self.config.max_response_tokens - (self.length - len(self.traj.prompt_ids)))
+            used = self.length - len(self.traj.prompt_ids) if context is None else 0
+            left.append(self.config.max_response_tokens - used)
         return min(left)
 
     def _encode(self, fn: Callable[[], Encoded]) -> tuple[Encoded, list[str]]:
@@ -181,6 +190,8 @@ class _Episode:
     def _add_images(self, images: Sequence[ProcessedImage], uris: list[str]) -> None:
         self.traj.images += images
         self.image_uris += uris
+        if not self.history.full:
+            self.uri_by_key.update((p.key, uri) for p, uri in zip(images, uris, strict=True))
 
     async def start(self, seed: int | None, fallback: FallbackPrompt | None = None) -> Trajectory:
         t0 = time.perf_counter()
@@ -196,7 +207,15 @@ class _Episode:
                 self.env.format_observation(obs)
             ]
             prompt, uris = await self._off_loop(self._encode, lambda: self.codec.encode_prompt(messages))
-        self.traj = Trajectory(prompt=prompt, messages=messages, reset_info=dict(info), prompt_source=source)
+        self.traj = Trajectory(
+            prompt=prompt,
+            messages=messages,
+            reset_info=dict(info),
+            prompt_source=source,
+            history=self.history,
+        )
+        if self.history.window == 0:
+            self.traj.head = self.codec.head(prompt)
         self.traj.timings = {"reset_s": t1 - t0, "encode_prompt_s": time.perf_counter() - t1}
         self.engine_ids.extend(prompt.engine_ids if self.config.engine_placeholders else prompt.ids)
         self.length = len(prompt.ids)
@@ -206,12 +225,18 @@ class _Episode:
     async def turn(self, index: int) -> bool:
         """One generation and env step; returns whether the episode goes on."""
         traj, codec = self.traj, self.codec
-        budget = self._budget()
+        if self.history.full:
+            context, engine_ids, uris = None, self.engine_ids, self.image_uris
+        else:
+            context = traj.context(index)
+            engine_ids = context.engine_ids if self.config.engine_placeholders else context.ids
+            uris = [self.uri_by_key[p.key] for p in context.images]
+        budget = self._budget(None if context is None else len(context.ids))
         if budget < 1:
             raise _Stop(Status.TRUNCATED, None)
         params = {**self.sampling, "max_new_tokens": min(self.sampling["max_new_tokens"], budget)}
         t0 = time.perf_counter()
-        out, overflow = await self._generate(params)
+        out, overflow = await self._generate(params, engine_ids, uris)
         t1 = time.perf_counter()
         ids, log_probs = tuple(out.token_ids), tuple(out.log_probs)
         bad = next((i for i, t in enumerate(ids) if t in codec.special_image_ids), None)
@@ -223,8 +248,12 @@ class _Episode:
             text = codec.decode(content_ids)
         except Exception as err:  # nothing of this reply is kept, so the trajectory stays consistent
             raise CodecError(f"decoding the generated ids: {type(err).__name__}: {err}") from err
-        self._append(Segment(ids, log_probs, trainable=True), ids)
-        record = TurnRecord(index, text, out.finish_reason, len(ids), timings={"generate_s": t1 - t0})
+        reply = Segment(ids, log_probs, trainable=True)
+        self._append(reply, ids)
+        record = TurnRecord(
+            index, text, out.finish_reason, len(ids), timings={"generate_s": t1 - t0}, reply=reply
+        )
+        record.context_turns = None if context is None else context.turns
         traj.turns.append(record)
         traj.messages.append({"role": "assistant", "content": text, "token_ids": content_ids})
         if out.finish_reason == "abort":
@@ -255,15 +284,18 @@ class _Episode:
         if last_turn:
             raise _Stop(Status.TRUNCATED)
         delta = seen.delta
-        if len(delta.ids) >= self._budget():  # the observation and at least one generated token
+        if self.history.full and len(delta.ids) >= self._budget():  # the observation and one more token
             raise _Stop(Status.TRUNCATED)
         self._append(Segment(delta.ids, None, trainable=False), delta.engine_ids)
         self._add_images(delta.images, seen.uris)
         record.observation_tokens = len(delta.ids)
+        record.delta, record.follow = delta, seen.follow
         traj.messages.append(seen.message)
         return True
 
-    async def _generate(self, params: dict[str, Any]) -> tuple[EngineOutput, str | None]:
+    async def _generate(
+        self, params: dict[str, Any], engine_ids: Sequence[int], uris: list[str]
+    ) -> tuple[EngineOutput, str | None]:
         """The engine's reply, checked against the :class:`ReplyContract`.
 
         Any failure of the engine raises an :class:`EngineError`. A reply with more tokens than
@@ -271,7 +303,7 @@ class _Episode:
         """
         name = engine_name(self.engine)
         try:
-            out = await self.engine.generate(self.engine_ids, self.image_uris, params)
+            out = await self.engine.generate(engine_ids, uris, params)
         except EngineError:
             raise
         except Exception as err:  # an engine that fails its own way has still failed, not the env
@@ -303,6 +335,8 @@ class _Episode:
                 seen.message, seen.obs.images, ended_with_eos=ended_with_eos
             )
         )
+        if self.history.window == 0:  # the same images, so the same payloads
+            seen.follow = self.codec.encode_followup(seen.message, seen.obs.images)
         seen.encode_s = time.perf_counter() - t0
 
     def _append(self, segment: Segment, engine_ids: Sequence[int]) -> None:
@@ -310,7 +344,8 @@ class _Episode:
         if segment.ids:
             self.traj.segments.append(segment)
             self.length += len(segment.ids)
-            self.engine_ids.extend(engine_ids if self.config.engine_placeholders else segment.ids)
+            if self.history.full:  # a windowed turn sends its own context (Trajectory.context)
+                self.engine_ids.extend(engine_ids if self.config.engine_placeholders else segment.ids)
 
 
 async def run_episode(

@@ -15,7 +15,9 @@ import torch
 
 from vlm_envs.protocol import Observation
 from vlm_envs.rollout.codec import ChatCodec, Encoded, ProcessedImage
+from vlm_envs.rollout.history import History, TurnReward
 from vlm_envs.rollout.images import train_inputs_of
+from vlm_envs.rollout.turns import Context, TurnSample, context_of, turn_samples
 
 #: Marks a conversation's first message as a prompt rendered elsewhere (its content is template text).
 RENDERED_PROMPT = "rendered_prompt"
@@ -54,6 +56,13 @@ class TurnRecord:
     observation: Observation | None = None
     observation_tokens: int = 0  # 0 when there was none or the budget dropped it
     timings: dict[str, float] = dataclasses.field(default_factory=dict)
+    #: The generated ids of this turn, and the observation that answered them as a delta after
+    #: them (``None`` where the episode ended) and, for ``window:0``, as a delta after the task.
+    reply: Segment | None = dataclasses.field(default=None, repr=False)
+    delta: Encoded | None = dataclasses.field(default=None, repr=False)
+    follow: Encoded | None = dataclasses.field(default=None, repr=False)
+    #: The past turns this turn's context held (``None``: the full history).
+    context_turns: tuple[int, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,6 +95,10 @@ class Trajectory:
     #: Whether ``reward`` is the env's own score; ``False`` for an env without an episode reward
     #: (a trainer's reward model scores the episode), unless the episode FAILED or was ABORTED.
     reward_from_env: bool = True
+    #: What the model saw of past turns; a windowed episode trains on :meth:`turn_samples`.
+    history: History = dataclasses.field(default_factory=History)
+    #: The prompt without its generation prompt (``window:0`` contexts start with it).
+    head: Encoded | None = dataclasses.field(default=None, repr=False)
     _train_inputs: dict[str, torch.Tensor] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -98,6 +111,8 @@ class Trajectory:
         """Keep only the prompt (its tokens and images) and end FAILED with ``error``."""
         self.segments = []
         self.images = list(self.prompt.images)
+        for record in self.turns:
+            record.reply = None
         self.status, self.error, self.reward = Status.FAILED, error, reward
         self._train_inputs = None
 
@@ -106,6 +121,14 @@ class Trajectory:
         self.prompt = Encoded(ids=(), engine_ids=(), images=[], text="")
         self.images = []
         self._train_inputs = None
+
+    def turn_samples(self, reward: TurnReward = "episode", gamma: float = 1.0) -> list[TurnSample]:
+        """One training sample per turn (see :func:`vlm_envs.rollout.turns.turn_samples`)."""
+        return turn_samples(self, reward, gamma)
+
+    def context(self, turn: int) -> Context:
+        """What the engine saw at ``turn`` (see :func:`vlm_envs.rollout.turns.context_of`)."""
+        return context_of(self, turn)
 
     @property
     def prompt_ids(self) -> list[int]:

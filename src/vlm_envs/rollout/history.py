@@ -1,0 +1,82 @@
+"""What the model sees of an episode's past: everything, or the task and the last K turns.
+
+``full`` (the default) shows the whole conversation and makes one training sample per episode.
+``window:K`` shows, at every turn, the system prompt, the first prompt (the task), the last K turns
+(model reply + the observation that answered it) and the current observation; older turns and their
+images leave the context. Each turn of a windowed episode is then its own training sample
+(:mod:`vlm_envs.rollout.turns`). With ``window:0`` the context is the task and the current
+observation only: lossless for envs whose observation shows the whole state (Sokoban's frame).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Literal
+
+TurnReward = Literal["episode", "return", "step"]
+TURN_REWARDS: tuple[TurnReward, ...] = ("episode", "return", "step")
+_WINDOW = re.compile(r"window:(\d+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class History:
+    """``window`` is ``None`` for the full history, else the number K of past turns kept."""
+
+    window: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.window is not None and (isinstance(self.window, bool) or self.window < 0):
+            raise ValueError(f"a history window must be an int >= 0, got {self.window!r}")
+
+    @classmethod
+    def parse(cls, spec: str | History | None) -> History:
+        """``"full"``, ``"window:K"`` (K >= 0), ``None`` (full) or a :class:`History`."""
+        if spec is None or isinstance(spec, History):
+            return spec or cls()
+        text = str(spec).strip().lower()
+        if text == "full":
+            return cls()
+        match = _WINDOW.fullmatch(text)
+        if match is None:
+            raise ValueError(f"history must be 'full' or 'window:K' with K >= 0, got {spec!r}")
+        return cls(int(match[1]))
+
+    @property
+    def full(self) -> bool:
+        return self.window is None
+
+    def kept(self, turn: int) -> range:
+        """The past turns in the context of turn ``turn`` (0-based)."""
+        return range(0 if self.window is None else max(0, turn - self.window), turn)
+
+    def __str__(self) -> str:
+        return "full" if self.window is None else f"window:{self.window}"
+
+
+def turn_rewards(
+    step_rewards: list[float], episode_reward: float, mode: TurnReward, gamma: float
+) -> list[float]:
+    """The reward of each turn's sample: the episode's (``episode``), the discounted return from
+    that turn (``return``, with ``gamma``), or the turn's own step reward (``step``)."""
+    if mode == "episode":
+        return [episode_reward] * len(step_rewards)
+    if mode == "step":
+        return list(step_rewards)
+    if mode == "return":
+        out, running = [], 0.0
+        for reward in reversed(step_rewards):
+            running = reward + gamma * running
+            out.append(running)
+        return out[::-1]
+    raise ValueError(f"turn reward must be one of {TURN_REWARDS}, got {mode!r}")
+
+
+def check_turn_reward(mode: Any, gamma: Any) -> tuple[TurnReward, float]:
+    """A turn-reward mode and discount, checked (for config read from YAML or the command line)."""
+    if mode not in TURN_REWARDS:
+        raise ValueError(f"turn reward must be one of {', '.join(TURN_REWARDS)}, got {mode!r}")
+    gamma = float(gamma)
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+    return mode, gamma
