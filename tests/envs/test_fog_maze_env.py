@@ -79,7 +79,7 @@ def test_same_seed_same_episode_in_another_process(config):
 
 def test_views_show_only_the_neighbourhood():
     env = build_env(TARGET, render_mode="vision+text", view_size=3, cell_size=40)
-    obs, info = env.reset(seed=3)
+    obs, _ = env.reset(seed=3)
     assert len(obs.images) == 1 and obs.images[0].size == (3 * 40 + 4 * 10, 3 * 40 + 4 * 10)
     grid = [line for line in obs.text.splitlines() if set(line) <= set("#.@G ") and line.strip()]
     assert "@" in "".join(grid) and len(grid) <= 7 and all(len(line) <= 7 for line in grid)
