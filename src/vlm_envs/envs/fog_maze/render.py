@@ -133,12 +133,10 @@ def first_person(
     edge = np.zeros(width, dtype=bool)
     edge[1:] = (block[1:] != block[:-1]) | (side[1:] != side[:-1])
     colors[edge] = colors[edge] // 2
-    rows = np.arange(height)[:, None]
-    background = np.where(
-        (rows < height // 2)[:, :, None], np.array(CEILING, np.uint8), np.array(GROUND, np.uint8)
-    )
-    image = np.broadcast_to(background, (height, width, 3)).copy()
+    rows = np.arange(height, dtype=np.int64)[:, None]
+    background = np.where(rows < height // 2, 0, 1)[:, :, None]  # (height, 1, 1): ceiling or ground
+    background = np.where(background == 0, np.array(CEILING, np.uint8), np.array(GROUND, np.uint8))
     wall_mask = (rows >= top[None, :]) & (rows < bottom[None, :])
-    image[wall_mask] = np.broadcast_to(colors[None, :, :], (height, width, 3))[wall_mask]
+    image = np.where(wall_mask[:, :, None], colors[None, :, :], background)
     cells = {(int(r), int(c)) for r, c in zip(*np.nonzero(seen[1::2, 1::2]), strict=True)}
     return Image.fromarray(image, "RGB"), cells

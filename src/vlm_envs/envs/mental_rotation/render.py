@@ -46,16 +46,17 @@ def render(cubes: np.ndarray, size: int, radius: float) -> Image.Image:
     image = Image.new("RGB", (size, size), BACKGROUND)
     draw = ImageDraw.Draw(image)
     visible = [(n, corners) for n, corners in _FACES if (CAMERA @ n)[2] > 0]
+    normals = np.array([n for n, _ in visible])
+    shades = 0.35 + 0.65 * np.maximum(0.0, normals @ LIGHT)
+    colors = [tuple(int(v) for v in np.clip(BASE_COLOR * shade, 0, 255)) for shade in shades]
+    corners = np.array([c for _, c in visible])  # (faces, 4, 3)
+    cam = (cubes[:, None, None, :] + corners[None] - centre) @ CAMERA.T  # (cubes, faces, 4, 3)
+    screen = np.stack([size / 2 + scale * cam[..., 0], size / 2 - scale * cam[..., 1]], axis=-1).tolist()
+    hidden = [[tuple(int(v) for v in cube + n) in taken for n in normals] for cube in cubes]
     for i in np.argsort(depth, kind="stable"):
-        cube = cubes[i]
-        for normal, corners in visible:
-            if tuple(int(v) for v in cube + normal) in taken:
-                continue
-            cam = (cube + corners - centre) @ CAMERA.T
-            points = [(size / 2 + scale * x, size / 2 - scale * y) for x, y, _ in cam]
-            light = 0.35 + 0.65 * max(0.0, float(normal @ LIGHT))
-            color = tuple(int(v) for v in np.clip(BASE_COLOR * light, 0, 255))
-            draw.polygon(points, fill=color, outline=OUTLINE, width=2)
+        for f in range(len(visible)):
+            if not hidden[i][f]:
+                draw.polygon([tuple(p) for p in screen[i][f]], fill=colors[f], outline=OUTLINE, width=2)
     _draw_axes(draw, size)
     return image
 
