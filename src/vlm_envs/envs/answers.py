@@ -1,0 +1,51 @@
+"""The ``<answer>...</answer>`` block of a model's reply, read with bounded work (hostile input).
+
+Shared by the puzzle envs that answer in this form; each env parses the block's content itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from typing import NamedTuple
+
+#: Longest ``<answer>`` content read; anything longer is an invalid-format turn.
+MAX_ANSWER_CHARS = 2000
+_OPEN = re.compile(r"<\s*answer\s*>", re.IGNORECASE)
+_CLOSE = re.compile(r"<\s*/\s*answer\s*>", re.IGNORECASE)
+_UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")
+
+
+class AnswerBlock(NamedTuple):
+    """The content of the last ``<answer>`` block, or ``error`` saying why there is none."""
+
+    content: str
+    error: str | None
+
+
+def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    last = deque(pattern.finditer(text), maxlen=1)  # linear in len(text), constant memory
+    return last[0] if last else None
+
+
+def answer_block(text: str, max_chars: int = MAX_ANSWER_CHARS) -> AnswerBlock:
+    """The last ``<answer>...</answer>`` block's content (case-insensitive tags), at most
+    ``max_chars`` long, stripped of surrounding whitespace."""
+    close = _last_match(_CLOSE, text)
+    opened = _last_match(_OPEN, text[: close.start()]) if close else None
+    if close is None or opened is None:
+        return AnswerBlock("", "no <answer>...</answer> block found")
+    content = text[opened.end() : close.start()]
+    if len(content) > max_chars:
+        return AnswerBlock("", f"the answer is {len(content)} characters long (at most {max_chars})")
+    content = content.strip()
+    if not content:
+        return AnswerBlock("", "the answer is empty")
+    return AnswerBlock(content, None)
+
+
+def shown(token: str, limit: int = 20) -> str:
+    """A piece of model text safe to echo: letters, digits, ``_+-`` only (no placeholders or
+    template tokens; anything else becomes ``?``), at most ``limit`` characters."""
+    safe = _UNSAFE.sub("?", token)
+    return safe if len(safe) <= limit else safe[:limit] + "..."

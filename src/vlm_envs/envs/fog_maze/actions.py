@@ -1,0 +1,63 @@
+"""FogMaze's actions and their spelling in ``<answer>Up, Left</answer>`` (Sokoban's answer form).
+
+``local`` view: ``Up``/``Right``/``Down``/``Left`` (or ``U``/``R``/``D``/``L``) move one cell.
+``first_person`` view: ``Forward`` (``F``), ``TurnLeft`` (``Turn Left``, ``TL``) and ``TurnRight``
+(``Turn Right``, ``TR``). Separators: commas, semicolons, spaces or newlines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal, NamedTuple
+
+from vlm_envs.envs.answers import answer_block, shown
+
+View = Literal["local", "first_person"]
+
+#: Action names per view; in ``local`` an action is the index of its direction in maze.DIRECTIONS.
+ACTION_NAMES: dict[str, tuple[str, ...]] = {
+    "local": ("Up", "Right", "Down", "Left"),
+    "first_person": ("Forward", "TurnLeft", "TurnRight"),
+}
+FORWARD, TURN_LEFT, TURN_RIGHT = 0, 1, 2
+_WORDS: dict[str, dict[str, int]] = {
+    "local": {"up": 0, "u": 0, "right": 1, "r": 1, "down": 2, "d": 2, "left": 3, "l": 3},
+    "first_person": {"forward": 0, "f": 0, "turnleft": 1, "tl": 1, "turnright": 2, "tr": 2},
+}
+_TURN = re.compile(r"turn[\s_-]+(?=left|right)", re.IGNORECASE)
+_SEPARATORS = re.compile(r"[,;\s]+")
+_STRIP = "\"'`.()[]{}"
+
+
+class ParsedActions(NamedTuple):
+    """Action indices when the answer is well formed, else ``error`` says why."""
+
+    actions: tuple[int, ...]
+    error: str | None
+
+
+def parse_actions(text: str, view: View, max_actions: int) -> ParsedActions:
+    """Actions from the last ``<answer>`` block, 1 to ``max_actions`` of them."""
+    block = answer_block(text)
+    if block.error is not None:
+        return ParsedActions((), block.error)
+    tokens = [t.strip(_STRIP) for t in _SEPARATORS.split(_TURN.sub("turn", block.content))]
+    tokens = [t for t in tokens if t]
+    if not tokens:
+        return ParsedActions((), "the answer holds no actions")
+    words = _WORDS[view]
+    actions = []
+    for token in tokens:
+        action = words.get(token.lower())
+        if action is None:
+            names = ", ".join(ACTION_NAMES[view])
+            return ParsedActions((), f"{shown(token)!r} is not an action (use {names})")
+        actions.append(action)
+    if len(actions) > max_actions:
+        return ParsedActions((), f"{len(actions)} actions given, at most {max_actions} per turn")
+    return ParsedActions(tuple(actions), None)
+
+
+def format_actions(actions: tuple[int, ...] | list[int], view: View) -> str:
+    """An ``<answer>`` block, e.g. ``<answer>Up, Left</answer>``."""
+    return "<answer>" + ", ".join(ACTION_NAMES[view][a] for a in actions) + "</answer>"

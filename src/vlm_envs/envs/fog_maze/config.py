@@ -1,0 +1,63 @@
+"""FogMaze's typed config, validated once where it enters (unknown keys are errors)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+RenderMode = Literal["vision", "text", "vision+text"]
+
+
+class FogMazeConfig(BaseModel):
+    """Everything that defines a FogMaze episode besides the seed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: (rows, cols) in cells.
+    size: tuple[int, int] = (9, 9)
+    #: Fraction of the perfect maze's inner walls knocked down to make loops.
+    loop_fraction: float = Field(0.1, ge=0.0, le=1.0)
+    #: The goal is at least this many moves (cell steps) from the start.
+    min_distance: int = Field(8, ge=1)
+    view: Literal["local", "first_person"] = "local"
+    #: ``local`` view: the k x k cells around the player (odd k).
+    view_size: int = Field(3, ge=1, le=9)
+    render_mode: RenderMode = "vision"
+    max_actions_per_turn: int = Field(4, ge=1)
+    #: Actions in the whole episode (blocked ones and turns included).
+    max_moves: int = Field(100, ge=1)
+    max_turns: int | None = Field(None, ge=1)
+    #: ``local`` image: pixels per cell.
+    cell_size: int = Field(48, ge=8, le=256)
+    #: ``first_person`` image: (width, height) in pixels.
+    image_size: tuple[int, int] = (256, 192)
+
+    @field_validator("size", "image_size", mode="before")
+    @classmethod
+    def _plain(cls, value: Any) -> Any:
+        return value.tolist() if hasattr(value, "tolist") else value
+
+    @model_validator(mode="after")
+    def _check(self) -> FogMazeConfig:
+        rows, cols = self.size
+        if not (2 <= rows <= 40 and 2 <= cols <= 40):
+            raise ValueError(f"size must be (rows, cols) with 2 to 40 cells each, got {self.size}")
+        if self.min_distance > rows + cols - 2:
+            raise ValueError(f"min_distance {self.min_distance} exceeds rows + cols - 2 = {rows + cols - 2}")
+        if self.view_size % 2 == 0:
+            raise ValueError(f"view_size must be odd (the player in the middle), got {self.view_size}")
+        if self.view == "first_person" and self.render_mode != "vision":
+            raise ValueError("view 'first_person' is an image only: use render_mode 'vision'")
+        width, height = self.image_size
+        if not (32 <= width <= 1024 and 32 <= height <= 1024):
+            raise ValueError(f"image_size must be 32 to 1024 pixels each way, got {self.image_size}")
+        return self
+
+    @property
+    def shows_image(self) -> bool:
+        return self.render_mode != "text"
+
+    @property
+    def shows_text(self) -> bool:
+        return self.render_mode != "vision"

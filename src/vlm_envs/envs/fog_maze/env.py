@@ -1,0 +1,229 @@
+"""The FogMaze env: find the goal in a maze while seeing only what is near you.
+
+Each turn the model answers 1 to ``max_actions_per_turn`` actions in ``<answer>...</answer>``; a
+malformed answer costs the turn (no action) and the next observation says why. Every action counts
+toward ``max_moves``, blocked ones and turns included. The episode ends on reaching the goal
+(terminated, reward 1.0), or when ``max_moves`` actions or ``max_turns`` turns are used (truncated).
+The observation never shows the map: what the model learned about it earlier lives only in its
+history. ``info`` carries the full layout for logs and replays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from PIL import Image
+
+from vlm_envs.envs.fog_maze.actions import ACTION_NAMES, format_actions, parse_actions
+from vlm_envs.envs.fog_maze.config import FogMazeConfig
+from vlm_envs.envs.fog_maze.maze import Cell, Maze, apply_action, generate_maze, layout_ascii
+from vlm_envs.envs.fog_maze.oracle import shortest_actions
+from vlm_envs.envs.fog_maze.render import first_person, local_image, local_text
+from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
+
+_HEADINGS = ("north (up on the map)", "east", "south", "west")
+
+
+@dataclasses.dataclass
+class _Episode:
+    maze: Maze
+    cell: Cell
+    heading: int
+    optimal_moves: int
+    visited: set[Cell]
+    seen: set[Cell]
+    moves: int = 0
+    revisits: int = 0
+    invalid_moves: int = 0
+    turns: int = 0
+    done: bool = False
+
+    @property
+    def success(self) -> bool:
+        return self.cell == self.maze.goal
+
+
+class FogMazeEnv(Env):
+    """FogMaze: reach the goal of a maze seen only nearby (local cells or a first-person corridor view)."""
+
+    def __init__(self, config: FogMazeConfig | None = None, **overrides: Any):
+        if config is not None and overrides:
+            config = FogMazeConfig(**{**config.model_dump(exclude_unset=True), **overrides})
+        self.base_config = config if config is not None else FogMazeConfig(**overrides)
+        self.config = self.base_config
+        self._ep: _Episode | None = None
+
+    def reset(
+        self, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """A new maze drawn from the seed; ``options`` override config fields for this episode."""
+        base = self.base_config
+        self.config = FogMazeConfig(**{**base.model_dump(exclude_unset=True), **options}) if options else base
+        cfg = self.config
+        seed = secrets.randbits(63) if seed is None else seed
+        maze = generate_maze(cfg.size[0], cfg.size[1], cfg.loop_fraction, cfg.min_distance, seed)
+        optimal = len(shortest_actions(maze.walls, maze.start, maze.heading, maze.goal, cfg.view))
+        self._ep = _Episode(maze, maze.start, maze.heading, optimal, visited={maze.start}, seen=set())
+        info = {
+            "seed": seed,
+            "layout": layout_ascii(maze),
+            "start": list(maze.start),
+            "heading": maze.heading,
+            "goal": list(maze.goal),
+            "optimal_moves": optimal,
+            "view": cfg.view,
+        }
+        return self._observation(self._instructions()), info
+
+    def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
+        """Play the actions in the reply's ``<answer>`` block (or spend the turn on a format error)."""
+        ep = self._ep
+        if ep is None or ep.done:
+            raise EpisodeFinishedError("the episode is over (or was never started): call reset() first")
+        cfg = self.config
+        parsed = parse_actions(response_text, cfg.view, cfg.max_actions_per_turn)
+        ep.turns += 1
+        played, blocked = [], 0
+        for action in parsed.actions:
+            cell, ep.heading, hit = apply_action(ep.maze.walls, ep.cell, ep.heading, action, cfg.view)
+            ep.moves += 1
+            played.append(ACTION_NAMES[cfg.view][action])
+            blocked += hit
+            if cell != ep.cell:
+                ep.revisits += cell in ep.visited
+                ep.visited.add(cell)
+            ep.cell = cell
+            if ep.success or ep.moves >= cfg.max_moves:
+                break
+        ep.invalid_moves += blocked
+        success = ep.success
+        truncated = not success and (
+            ep.moves >= cfg.max_moves or (cfg.max_turns is not None and ep.turns >= cfg.max_turns)
+        )
+        ep.done = success or truncated
+        obs = self._observation(self._feedback(parsed.error, played, blocked, success, truncated))
+        metrics: dict[str, float | int | bool] = {
+            "format_valid": parsed.error is None,
+            "action_valid": parsed.error is None and blocked == 0,
+            "moves": ep.moves,
+            "revisits": ep.revisits,
+            "cells_seen": len(ep.seen),
+            "invalid_moves": ep.invalid_moves,
+        }
+        if ep.done:
+            metrics.update(success=success, optimal_moves=ep.optimal_moves)
+        info = {"played": played, "error": parsed.error, "cell": list(ep.cell), "heading": ep.heading}
+        reward = 1.0 if success else 0.0
+        return (
+            obs,
+            ep.done,
+            StepInfo(reward=reward, terminated=success, truncated=truncated, metrics=metrics, info=info),
+        )
+
+    def episode_reward(self) -> float:
+        """1.0 when the goal was reached, else 0.0."""
+        return 1.0 if self._ep is not None and self._ep.success else 0.0
+
+    def close(self) -> None:
+        self._ep = None
+
+    def oracle_response(self) -> str | None:
+        """The next actions of a shortest path (the oracle knows the map), or None when done."""
+        ep = self._ep
+        if ep is None or ep.done:
+            return None
+        path = shortest_actions(ep.maze.walls, ep.cell, ep.heading, ep.maze.goal, self.config.view)
+        return format_actions(path[: self.config.max_actions_per_turn], self.config.view)
+
+    def random_response(self, rng: random.Random) -> str:
+        """A well-formed answer of random actions."""
+        names = ACTION_NAMES[self.config.view]
+        picked = [rng.choice(names) for _ in range(rng.randint(1, self.config.max_actions_per_turn))]
+        sep = rng.choice([", ", " ", "; "])
+        return f"<think>I will try {picked[0]}.</think>\n<answer>{sep.join(picked)}</answer>"
+
+    # ----- helpers -----
+
+    def _view(self) -> list[str | Image.Image]:
+        ep, cfg = self._ep, self.config
+        assert ep is not None
+        walls, goal = ep.maze.walls, ep.maze.goal
+        if cfg.view == "first_person":
+            image, cells = first_person(walls, ep.cell, ep.heading, goal, *cfg.image_size)
+            ep.seen |= cells
+            return [image, "\n"]
+        k = cfg.view_size // 2
+        ep.seen |= {
+            (r, c)
+            for r in range(ep.cell[0] - k, ep.cell[0] + k + 1)
+            for c in range(ep.cell[1] - k, ep.cell[1] + k + 1)
+            if 0 <= r < ep.maze.rows and 0 <= c < ep.maze.cols
+        }
+        pieces: list[str | Image.Image] = []
+        if cfg.shows_image:
+            pieces += [local_image(walls, ep.cell, goal, k, cfg.cell_size), "\n"]
+        if cfg.shows_text:
+            pieces.append(local_text(walls, ep.cell, goal, k) + "\n")
+        return pieces
+
+    def _observation(self, header: str) -> Observation:
+        ep, cfg = self._ep, self.config
+        assert ep is not None
+        footer = f"Actions left: {cfg.max_moves - ep.moves}."
+        if cfg.view == "first_person":
+            footer = f"You face {_HEADINGS[ep.heading]}. " + footer
+        return Observation.compose(header + "\n", *self._view(), footer)
+
+    def _instructions(self) -> str:
+        cfg = self.config
+        names = ACTION_NAMES[cfg.view]
+        lines = ["You are in a maze. Find the goal. You only see what is near you, so remember what you saw."]
+        if cfg.view == "first_person":
+            lines.append(
+                "The image is what you see ahead: walls, corridors and, when in sight, the goal as a "
+                "green block. Forward walks one cell ahead, TurnLeft and TurnRight turn you in place."
+            )
+        else:
+            n = cfg.view_size
+            lines.append(
+                f"You see the {n}x{n} cells around you, you in the middle. Up, Down, Left and Right "
+                "walk one cell; walls block you."
+            )
+            if cfg.shows_image:
+                lines.append(
+                    "In the image: dark strips are walls, beige cells floor, blue is you, green the goal."
+                )
+            if cfg.shows_text:
+                lines.append(
+                    "In the text map: '#' wall, '.' floor, '@' you, 'G' goal, blank outside the maze."
+                )
+        lines.append(
+            f"Answer with 1 to {cfg.max_actions_per_turn} actions inside <answer></answer>, separated by "
+            f"commas, for example {format_actions((0, 1 if len(names) > 1 else 0), cfg.view)}. "
+            f"You have {cfg.max_moves} actions in total."
+        )
+        lines.append("What you see now:")
+        return "\n".join(lines)
+
+    def _feedback(
+        self, error: str | None, played: list[str], blocked: int, success: bool, truncated: bool
+    ) -> str:
+        cfg = self.config
+        if error is not None:
+            text = (
+                f"Invalid answer: {error}. No action was played this turn. "
+                f"Answer with 1 to {cfg.max_actions_per_turn} actions."
+            )
+        else:
+            text = "You played: " + ", ".join(played) + "."
+            if blocked:
+                text += f" {blocked} of them walked into a wall."
+        if success:
+            text += " You reached the goal!"
+        elif truncated:
+            text += " The episode is over: no actions or turns are left."
+        return text + "\nWhat you see now:"

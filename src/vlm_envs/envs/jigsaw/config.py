@@ -1,0 +1,36 @@
+"""Jigsaw's typed config, validated once where it enters (unknown keys are errors)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RenderMode = Literal["vision", "text", "vision+text"]
+
+
+class JigsawConfig(BaseModel):
+    """Everything that defines a Jigsaw episode besides the seed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Tiles per side: the picture is cut into n x n tiles.
+    n: int = Field(3, ge=2, le=4)
+    #: Draw each tile's position number on the picture.
+    numbers: bool = True
+    #: A folder of the user's own images (PNG/JPEG/WebP), one picked by the seed from the sorted listing;
+    #: None: a picture drawn from the seed.
+    image_dir: str | None = None
+    render_mode: RenderMode = "vision"
+    max_swaps_per_turn: int = Field(4, ge=1)
+    max_turns: int = Field(8, ge=1)
+    #: Side of the (square) picture in pixels.
+    image_size: int = Field(336, ge=64, le=1024)
+
+    @property
+    def shows_image(self) -> bool:
+        return self.render_mode != "text"
+
+    @property
+    def shows_text(self) -> bool:
+        return self.render_mode != "vision"

@@ -1,0 +1,178 @@
+"""The Jigsaw env: put the shuffled tiles of a picture back in place by swapping positions.
+
+Each turn shows the arrangement (tile positions numbered from 1, row-major) and the model answers
+1 to ``max_swaps_per_turn`` swaps. A malformed answer costs the turn (no swap). The episode ends
+when the picture is whole (terminated, reward 1.0) or after ``max_turns`` turns (truncated).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from vlm_envs.envs.jigsaw.actions import format_swaps, parse_swaps
+from vlm_envs.envs.jigsaw.board import Board, in_place, optimal_swaps, oracle_swaps, shuffled, swap
+from vlm_envs.envs.jigsaw.config import JigsawConfig
+from vlm_envs.envs.jigsaw.picture import drawn_picture, image_files, user_picture
+from vlm_envs.envs.jigsaw.render import arrangement_image, arrangement_text, tiles_of
+from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
+
+
+@dataclasses.dataclass
+class _Episode:
+    tiles: list[Image.Image]
+    board: Board
+    optimal_swaps: int
+    swaps_used: int = 0
+    turns: int = 0
+    done: bool = False
+
+    @property
+    def success(self) -> bool:
+        return in_place(self.board) == len(self.board)
+
+
+class JigsawEnv(Env):
+    """Jigsaw: swap the shuffled tiles of a picture back into place (drawn or the user's own images)."""
+
+    def __init__(self, config: JigsawConfig | None = None, **overrides: Any):
+        if config is not None and overrides:
+            config = JigsawConfig(**{**config.model_dump(exclude_unset=True), **overrides})
+        self.base_config = config if config is not None else JigsawConfig(**overrides)
+        self.config = self.base_config
+        if self.config.image_dir is not None:
+            image_files(self.config.image_dir)  # a missing or empty folder is a config error, raised here
+        self._ep: _Episode | None = None
+
+    def reset(
+        self, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """A picture and a shuffle drawn from the seed; ``options`` override config fields once."""
+        base = self.base_config
+        self.config = JigsawConfig(**{**base.model_dump(exclude_unset=True), **options}) if options else base
+        cfg = self.config
+        seed = secrets.randbits(63) if seed is None else seed
+        rng = np.random.default_rng([seed, 0x1165A])
+        side = cfg.image_size - cfg.image_size % cfg.n
+        info: dict[str, Any] = {"seed": seed}
+        if cfg.image_dir is not None:
+            files = image_files(cfg.image_dir)
+            path = files[int(rng.integers(len(files)))]
+            picture = user_picture(path, side)
+            info["image"] = path.name
+        else:
+            picture = drawn_picture(side, rng)
+        board = shuffled(cfg.n * cfg.n, rng)
+        optimal = optimal_swaps(board)
+        self._ep = _Episode(tiles_of(picture, cfg.n), board, optimal)
+        info.update(board=list(board), optimal_swaps=optimal, n=cfg.n)
+        return self._observation(self._instructions()), info
+
+    def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
+        """Play the swaps in the reply's ``<answer>`` block (or spend the turn on a format error)."""
+        ep = self._ep
+        if ep is None or ep.done:
+            raise EpisodeFinishedError("the episode is over (or was never started): call reset() first")
+        cfg = self.config
+        parsed = parse_swaps(response_text, len(ep.board), cfg.max_swaps_per_turn)
+        ep.turns += 1
+        for a, b in parsed.swaps:
+            ep.board = swap(ep.board, a, b)
+            ep.swaps_used += 1
+            if ep.success:
+                break
+        success = ep.success
+        truncated = not success and ep.turns >= cfg.max_turns
+        ep.done = success or truncated
+        metrics: dict[str, float | int | bool] = {
+            "format_valid": parsed.error is None,
+            "tiles_in_place": in_place(ep.board),
+            "swaps_used": ep.swaps_used,
+        }
+        if ep.done:
+            metrics.update(success=success, optimal_swaps=ep.optimal_swaps)
+        obs = self._observation(self._feedback(parsed.error, parsed.swaps, success, truncated))
+        info = {"board": list(ep.board), "error": parsed.error}
+        reward = 1.0 if success else 0.0
+        return (
+            obs,
+            ep.done,
+            StepInfo(reward=reward, terminated=success, truncated=truncated, metrics=metrics, info=info),
+        )
+
+    def episode_reward(self) -> float:
+        """1.0 when the picture is whole, else 0.0."""
+        return 1.0 if self._ep is not None and self._ep.success else 0.0
+
+    def close(self) -> None:
+        self._ep = None
+
+    def oracle_response(self) -> str | None:
+        """The next optimal swaps (tiles minus cycles in all), or None when done."""
+        ep = self._ep
+        if ep is None or ep.done:
+            return None
+        return format_swaps(oracle_swaps(ep.board)[: self.config.max_swaps_per_turn])
+
+    def random_response(self, rng: random.Random) -> str:
+        """A well-formed answer of random swaps."""
+        tiles = self.config.n * self.config.n
+        pairs = [rng.sample(range(tiles), 2) for _ in range(rng.randint(1, self.config.max_swaps_per_turn))]
+        return "<think>Trying some swaps.</think>\n" + format_swaps([(a, b) for a, b in pairs])
+
+    # ----- helpers -----
+
+    def _observation(self, header: str) -> Observation:
+        ep, cfg = self._ep, self.config
+        assert ep is not None
+        pieces: list[str | Image.Image] = [header + "\n"]
+        if cfg.shows_image:
+            pieces += [arrangement_image(ep.tiles, ep.board, cfg.n, cfg.numbers), "\n"]
+        if cfg.shows_text:
+            pieces.append(arrangement_text(ep.board, cfg.n) + "\n")
+        pieces.append(f"Turns left: {cfg.max_turns - ep.turns}.")
+        return Observation.compose(*pieces)
+
+    def _instructions(self) -> str:
+        cfg = self.config
+        tiles = cfg.n * cfg.n
+        lines = [
+            f"A picture was cut into {cfg.n}x{cfg.n} tiles and shuffled. "
+            "Swap tiles until the picture is whole.",
+            f"Positions are numbered 1 to {tiles}, left to right, top to bottom.",
+        ]
+        if cfg.shows_image:
+            lines.append(
+                "The image shows the tiles where they are now"
+                + (", each position's number in its corner." if cfg.numbers else ".")
+            )
+        if cfg.shows_text:
+            lines.append(
+                "The grid gives, at each position, the number of the tile there; "
+                "tile k belongs at position k."
+            )
+        lines.append(
+            f"Answer with 1 to {cfg.max_swaps_per_turn} swaps of two positions inside <answer></answer>, "
+            f"for example <answer>swap(1,{tiles}) swap(2,3)</answer>. You have {cfg.max_turns} turns."
+        )
+        lines.append("The tiles now:")
+        return "\n".join(lines)
+
+    def _feedback(
+        self, error: str | None, swaps: tuple[tuple[int, int], ...], success: bool, truncated: bool
+    ) -> str:
+        if error is not None:
+            text = f"Invalid answer: {error}. No swap was played this turn."
+        else:
+            text = "You swapped: " + " ".join(f"swap({a + 1},{b + 1})" for a, b in swaps) + "."
+        if success:
+            text += " The picture is whole!"
+        elif truncated:
+            text += " The episode is over: no turns are left."
+        return text + "\nThe tiles now:"

@@ -1,0 +1,32 @@
+"""MentalRotation's typed config, validated once where it enters (unknown keys are errors)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class MentalRotationConfig(BaseModel):
+    """Everything that defines a MentalRotation episode besides the seed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: ``rotate``: turn the current view until it matches the target; ``mirror``: one reply, same or mirror.
+    mode: Literal["rotate", "mirror"] = "rotate"
+    min_cubes: int = Field(5, ge=2, le=12)
+    max_cubes: int = Field(8, ge=2, le=12)
+    #: ``rotate``: the start is at least this many quarter turns from the target (the most is 3).
+    min_turns: int = Field(1, ge=1, le=3)
+    max_actions_per_turn: int = Field(3, ge=1)
+    max_turns: int = Field(4, ge=1)
+    #: Side of each view in pixels.
+    image_size: int = Field(224, ge=64, le=1024)
+
+    @model_validator(mode="after")
+    def _check(self) -> MentalRotationConfig:
+        if self.min_cubes > self.max_cubes:
+            raise ValueError(f"min_cubes {self.min_cubes} exceeds max_cubes {self.max_cubes}")
+        if self.mode == "mirror" and self.max_cubes < 4:
+            raise ValueError("mode 'mirror' needs chiral shapes: max_cubes must be at least 4")
+        return self
