@@ -31,9 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import dataclasses
 import functools
 import math
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -42,8 +44,10 @@ from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, Encoded
 from vlm_envs.rollout.engines import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor, run_episode
+from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import Status, Trajectory
+from vlm_envs.rollout.turns import TurnSample
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 
 METADATA_KEY = "vlm_envs"
@@ -101,6 +105,9 @@ class HookConfig:
     #: Worker processes to play episodes in (``vlm_envs_workers``); 0 plays them on slime's loop.
     workers: int = 0
     engine: EngineSettings = EngineSettings()
+    #: Windowed histories return one Sample per turn, rewarded as ``vlm_envs_turn_reward`` says.
+    turn_reward: TurnReward = "episode"
+    gamma: float = 1.0
 
 
 def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> HookConfig:
@@ -119,6 +126,10 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
         max_new_tokens=max_new or EpisodeConfig.max_new_tokens,
         engine_placeholders=bool(getattr(args, "vlm_envs_engine_placeholders", False)),
         check_template=bool(getattr(args, "vlm_envs_check_template", False)),
+        history=History.parse(getattr(args, "vlm_envs_history", None)),
+    )
+    turn_reward, gamma = check_turn_reward(
+        getattr(args, "vlm_envs_turn_reward", None) or "episode", getattr(args, "vlm_envs_gamma", None) or 1.0
     )
     host, port = getattr(args, "sglang_router_ip", "127.0.0.1"), getattr(args, "sglang_router_port", 30000)
     url = f"http://{host}:{port}"
@@ -134,6 +145,8 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
         url=url,
         workers=workers,
         engine=EngineSettings.from_args(args),
+        turn_reward=turn_reward,
+        gamma=gamma,
     )
 
 
@@ -233,7 +246,11 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
                 fallback_prompt=fallback_prompt,
             )
             await asyncio.get_running_loop().run_in_executor(rollout_executor(), traj.train_inputs)
-        _fill_sample(args, sample, traj, codec, set_reward=config.set_reward)
+        record.update(_summary(traj))
+        turns = traj.turn_samples(config.turn_reward, config.gamma) if not traj.history.full else []
+        if turns:
+            return await _fan_out(args, sample, traj, turns, codec, config)
+        _fill_sample(args, sample, traj, codec, traj.reward if config.set_reward else None)
         violations = contract.sample_violations(sample, codec.token_space)
         if violations:  # a bug of this library; the trainer still gets a valid, failed sample
             contract.report("sample", violations)
@@ -244,8 +261,31 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
         if env is not None:
             with contextlib.suppress(Exception):  # an env that fails to close must not take the sample down
                 env.close()
-    record.update(_summary(traj))
     return sample
+
+
+async def _fan_out(
+    args: Any, sample: Any, traj: Trajectory, turns: list[TurnSample], codec: ChatCodec, config: HookConfig
+) -> list[Any]:
+    """One Sample per turn of a windowed episode (slime trains on a returned list as it would on
+    that many samples); each carries the turn, the episode id and the number of turns in metadata."""
+    await asyncio.get_running_loop().run_in_executor(
+        rollout_executor(), lambda: [t.train_inputs() for t in turns]
+    )
+    record, episode_id = sample.metadata[METADATA_KEY], uuid.uuid4().hex
+    out = []
+    for turn in turns:
+        one = copy.copy(sample)
+        turn_record = {**record, "turn": turn.turn, "episode_id": episode_id, "num_turns": len(turns)}
+        turn_record.update(context_turns=list(turn.context.turns), turn_reward=config.turn_reward)
+        one.metadata = {**sample.metadata, METADATA_KEY: turn_record}
+        _fill_sample(args, one, traj, codec, turn.reward if config.set_reward else None, data=turn)
+        violations = contract.sample_violations(one, codec.token_space)
+        if violations:  # a bug of this library; the trainer still gets a valid, failed sample
+            contract.report("sample", violations)
+            return [_fail(sample, record, f"contract: turn {turn.turn}: {violations[0]}", traj.prompt)]
+        out.append(one)
+    return out
 
 
 async def close() -> None:
@@ -294,12 +334,22 @@ def _fail(sample: Any, record: dict[str, Any], error: str, prompt: Encoded | Non
     return sample
 
 
-def _fill_sample(args: Any, sample: Any, traj: Trajectory, codec: ChatCodec, *, set_reward: bool) -> None:
-    sample.tokens = list(traj.prompt_ids)
+def _fill_sample(
+    args: Any,
+    sample: Any,
+    traj: Trajectory,
+    codec: ChatCodec,
+    reward: float | None,
+    data: Trajectory | TurnSample | None = None,
+) -> None:
+    """Fill ``sample`` from ``data`` (the whole trajectory, or one of its turn samples) with the
+    episode's status and ``reward`` (``None``, or an env without an episode reward: left to slime)."""
+    data = traj if data is None else data
+    sample.tokens = list(data.prompt_ids)
     sample.response, sample.response_length = "", 0
     sample.loss_mask, sample.rollout_log_probs = None, None
     if hasattr(sample, "append_response_tokens"):
-        for seg in traj.segments:
+        for seg in data.segments:
             sample.append_response_tokens(
                 args,
                 tokens=seg.ids,
@@ -309,21 +359,21 @@ def _fill_sample(args: Any, sample: Any, traj: Trajectory, codec: ChatCodec, *, 
                 update_terminal_info=False,
             )
     else:  # older slime: fill the fields directly
-        sample.tokens += traj.response_ids
-        sample.response = codec.decode(traj.response_ids, skip_special_tokens=False)
-        sample.response_length = traj.response_length
+        sample.tokens += data.response_ids
+        sample.response = codec.decode(data.response_ids, skip_special_tokens=False)
+        sample.response_length = data.response_length
     if sample.loss_mask is None:  # older slime, or an empty response: slime still wants both lists
-        sample.loss_mask, sample.rollout_log_probs = traj.loss_mask, traj.log_probs
-    train_inputs = traj.train_inputs()
+        sample.loss_mask, sample.rollout_log_probs = data.loss_mask, data.log_probs
+    train_inputs = data.train_inputs()
     sample.multimodal_train_inputs = train_inputs or None
-    if traj.images:
+    if data.images:
         sample.multimodal_inputs = {
             **(sample.multimodal_inputs or {}),
-            "images": [p.image for p in traj.images],
+            "images": [p.image for p in data.images],
         }
     sample.status = sample.Status[traj.status.name]
-    if set_reward and traj.reward_from_env:  # otherwise slime's own reward model sets it
-        sample.reward = traj.reward
+    if reward is not None and traj.reward_from_env:  # otherwise slime's own reward model sets it
+        sample.reward = reward
 
 
 def _summary(traj: Trajectory) -> dict[str, Any]:
@@ -336,6 +386,7 @@ def _summary(traj: Trajectory) -> dict[str, Any]:
         # "slime": the env has no episode reward; slime's --custom-rm-path / --rm-type computes it
         "reward_source": "env" if traj.reward_from_env else "slime",
         "prompt_source": traj.prompt_source,
+        "history": str(traj.history),
         "num_turns": len(traj.turns),
         "metrics": dict(last_metrics),
         "reward_breakdown": {

@@ -10,6 +10,7 @@ after it. Consecutive contexts share the prompt (and, until the window is full, 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import TYPE_CHECKING
 
 import torch
@@ -76,6 +77,10 @@ class TurnSample:
         return list(self.context.ids)
 
     @property
+    def segments(self) -> list[Segment]:
+        return [self.reply]
+
+    @property
     def response_ids(self) -> list[int]:
         return list(self.reply.ids)
 
@@ -100,7 +105,12 @@ class TurnSample:
         return self.context.images
 
     def train_inputs(self) -> dict[str, torch.Tensor]:
-        """``pixel_values`` and ``image_grid_thw`` of the context's images, in token order, or ``{}``."""
+        """``pixel_values`` and ``image_grid_thw`` of the context's images, in token order, or ``{}``
+        (made on the first call and kept: call it off the event loop first)."""
+        return self._train_inputs
+
+    @functools.cached_property
+    def _train_inputs(self) -> dict[str, torch.Tensor]:
         return train_inputs_of(self.context.images)
 
 

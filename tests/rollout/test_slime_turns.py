@@ -1,0 +1,120 @@
+"""The slime hook with a windowed history: one Sample per turn, through slime's fan-out (stand-in)."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+from rollout_helpers import script
+from slime.rollout.sglang_rollout import GenerateState, generate_and_rm
+from slime.utils.types import Sample
+
+from vlm_envs.rollout import contract
+from vlm_envs.rollout import slime as hook
+
+MOVES = ["<answer>Up</answer>", "<answer>Left</answer>", "<answer>Down</answer>", "<answer>Right</answer>"]
+SOKOBAN = {"grid_size": [6, 6], "num_boxes": 1}
+
+
+@pytest.fixture(autouse=True)
+def fresh_state():
+    GenerateState.forget()
+    yield
+    GenerateState.forget()
+
+
+def make_args(server, **overrides):
+    host, port = server.url.removeprefix("http://").split(":")
+    values = dict(
+        sglang_router_ip=host,
+        sglang_router_port=int(port),
+        rollout_temperature=1.0,
+        rollout_max_response_len=64,
+        rollout_max_context_len=None,
+        hf_checkpoint="(built offline by the stand-in)",
+        custom_generate_function_path="vlm_envs.rollout.slime.generate",
+        rollout_interaction_env_path="sokoban",
+        max_turns=4,
+    )
+    return SimpleNamespace(**{**values, **overrides})
+
+
+def run(args, sample, max_new_tokens=64):
+    async def one_loop():
+        try:
+            return await generate_and_rm(args, sample, {"temperature": 1.0, "max_new_tokens": max_new_tokens})
+        finally:
+            await hook.close()
+
+    return asyncio.run(one_loop())
+
+
+def steps(out: list) -> list[float]:
+    return [
+        s.metadata["vlm_envs"]["reward_breakdown"]["step_rewards"][s.metadata["vlm_envs"]["turn"]]
+        for s in out
+    ]
+
+
+def test_a_windowed_episode_fans_out_into_one_valid_sample_per_turn(served):
+    server, codec = served
+    server.clear_faults()
+    script(server, codec, *MOVES)
+    sample = Sample(index=3, group_index=1, metadata={"seed": 2, "env_config": SOKOBAN})
+    out = run(make_args(server, vlm_envs_history="window:2"), sample)
+    assert isinstance(out, list) and len(out) == 4
+    records = [s.metadata["vlm_envs"] for s in out]
+    assert [r["turn"] for r in records] == [0, 1, 2, 3] and {r["num_turns"] for r in records} == {4}
+    assert len({r["episode_id"] for r in records}) == 1 and records[0]["history"] == "window:2"
+    assert [r["context_turns"] for r in records] == [[], [0], [0, 1], [1, 2]]
+    for one in out:
+        assert one is not sample and one.index == 3 and one.group_index == 1
+        assert contract.sample_violations(one, codec.token_space) == []
+        assert one.status is Sample.Status.COMPLETED and one.reward == 0.0  # the env's turn cap, unsolved
+        assert one.loss_mask == [1] * one.response_length  # the reply only
+        assert len(one.multimodal_inputs["images"]) == len(one.multimodal_train_inputs["image_grid_thw"])
+    assert [len(s.multimodal_inputs["images"]) for s in out] == [1, 2, 3, 3]
+    # the same prompt prefix (the task) opens every turn's sample
+    prompt = len(out[0].tokens) - out[0].response_length
+    assert all(s.tokens[:prompt] == out[0].tokens[:prompt] for s in out)
+
+
+def test_turn_rewards_and_slimes_reward_model_for_the_rest(served):
+    server, codec = served
+    script(server, codec, *MOVES)
+    args = make_args(server, vlm_envs_history="window:0", vlm_envs_turn_reward="step")
+    out = run(args, Sample(index=0, metadata={"seed": 2, "env_config": {**SOKOBAN, "reward_mode": "shaped"}}))
+    assert [s.reward for s in out] == steps(out)
+    script(server, codec, *MOVES)
+    args = make_args(
+        server,
+        vlm_envs_history="window:1",
+        vlm_envs_set_reward=False,
+        custom_rm_path="vlm_envs.rollout.slime.reward",
+    )
+    out = run(args, Sample(index=0, metadata={"seed": 2, "env_config": SOKOBAN}))
+    assert all(s.reward == 0.0 and s.metadata["vlm_envs"]["turn_reward"] == "episode" for s in out)
+
+
+def test_the_full_history_still_returns_one_sample(served):
+    server, codec = served
+    script(server, codec, *MOVES)
+    sample = Sample(index=0, metadata={"seed": 2, "env_config": SOKOBAN})
+    out = run(make_args(server, vlm_envs_history="full"), sample, max_new_tokens=4096)  # the whole response
+    assert out is sample and out.reward == 0.0 and out.metadata["vlm_envs"]["num_turns"] == 4
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("vlm_envs_history", "last:3", "window:K"),
+        ("vlm_envs_turn_reward", "mean", "turn reward must be one of"),
+        ("vlm_envs_gamma", 1.5, "gamma must be in"),
+    ],
+)
+def test_bad_history_settings_fail_the_sample_with_the_key_named(served, key, value, message):
+    server, _ = served
+    sample = Sample(index=0, metadata={"seed": 2, "env_config": SOKOBAN})
+    out = run(make_args(server, **{key: value}, custom_rm_path="vlm_envs.rollout.slime.reward"), sample)
+    assert out.status is Sample.Status.FAILED and message in out.metadata["vlm_envs"]["error"]
