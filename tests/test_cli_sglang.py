@@ -117,3 +117,37 @@ def test_cli_turn_and_read_timeouts_reach_the_engine(
     capsys.readouterr()
     assert main([*argv, "--read-timeout", "0", "--out", str(tmp_path / "bad")]) == 2
     assert "read_timeout must be a positive number of seconds" in capsys.readouterr().err
+
+
+def test_eval_under_a_windowed_history_records_each_turns_context(
+    sglang_server: SGLangTestServer, tmp_path: Path
+) -> None:
+    processor = sglang_server.engine.processor
+    options = PolicyOptions(tokenizer=processor, max_tokens=8, history="window:1")
+    out = tmp_path / "windowed"
+    sglang_server.requests.clear()
+    config = EvalConfig(
+        env="sokoban", policy=f"sglang:{sglang_server.url}", n=1, out=out, max_turns=4, options=options
+    )
+    run_eval(config, policy=SGLangPolicy(sglang_server.url, options))
+    (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    contexts = [t["context_turns"] for t in record["turns"][1:]]
+    assert contexts == [[], [1], [2], [3]][: len(contexts)] and len(contexts) >= 2, record["error"]
+    # every request after the first holds the task's frame and one kept frame: two images
+    assert [r["image_data"] for r in sglang_server.requests] == [1] + [2] * (len(contexts) - 1)
+    assert "the model saw: the task" in (out / "index.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("policy", "history", "message"),
+    [
+        ("sglang:http://127.0.0.1:1", "last:2", "--history: history must be"),
+        ("oracle", "window:1", "sglang:URL only"),
+    ],
+)
+def test_a_bad_history_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], policy: str, history: str, message: str
+) -> None:
+    argv = ["eval", "sokoban", "--policy", policy, "--history", history, "--tokenizer", str(tmp_path)]
+    assert main([*argv, "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    assert message in capsys.readouterr().err

@@ -122,6 +122,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         timeout=args.timeout,
         read_timeout=args.read_timeout,
         turn_timeout=args.turn_timeout,
+        history=args.history,
     )
     config = EvalConfig(
         env=args.env,
@@ -231,6 +232,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument(
         "--turn-timeout", type=float, default=300.0, help="sglang:URL: seconds per turn, retries included"
+    )
+    ev.add_argument(
+        "--history",
+        default="full",
+        help="sglang:URL: what the model sees of past turns, 'full' or 'window:K' (the task, the last K "
+        "turns and the current observation), as in training (default full)",
     )
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_eval)

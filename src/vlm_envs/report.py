@@ -107,6 +107,7 @@ def _episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
             "done": t.get("done"),
             "metrics": t.get("metrics"),
             "observation": t.get("observation"),
+            "context_turns": t.get("context_turns"),
         }
         for t in record.get("turns", [])
     ]
@@ -181,6 +182,9 @@ _JS = r"""
       const box=el('section','turn'); box.dataset.turn=t.turn;
       box.appendChild(el('h3',null, t.turn===0 ? 'Turn 0: first observation' :
         'Turn '+t.turn+': reward '+t.reward+(t.done?', done':'')));
+      const ct=t.context_turns;
+      if(ct) box.appendChild(el('div','label', 'the model saw: the task'+(ct.length?', turns '+ct.join(', '):
+        (t.turn>1?' and the latest observation':''))));
       if(t.model_text!==undefined&&t.model_text!==null) box.appendChild(block('model', t.model_text));
       const obs=t.observation;
       if(obs) box.appendChild(observation(obs, t));

@@ -65,6 +65,30 @@ def test_worker_trajectories_equal_those_played_on_the_callers_loop(served, pool
         assert_trainer_invariants(theirs, codec)
 
 
+def test_workers_carry_back_the_turn_samples_of_a_windowed_episode(served, pool):
+    server, codec = served
+    config = EpisodeConfig(max_turns=3, max_new_tokens=24, history="window:1")
+    job = EpisodeJob("sokoban", SOKOBAN, seed=1, config=config, sampling_params=SAMPLING)
+    (theirs,) = run_jobs(pool, job)
+
+    async def local():
+        async with SGLangEngine(server.url) as engine:
+            env = build_env("sokoban", **SOKOBAN)
+            return await run_episode(env, engine, codec, seed=1, config=config, sampling_params=SAMPLING)
+
+    ours = asyncio.run(local())
+    mine, yours = ours.turn_samples(), theirs.turn_samples()
+    assert len(mine) == len(yours) == len(ours.turns) > 0
+    for a, b in zip(mine, yours, strict=True):
+        assert (a.turn, a.context.turns, a.tokens, a.loss_mask) == (
+            b.turn,
+            b.context.turns,
+            b.tokens,
+            b.loss_mask,
+        )
+        assert torch.equal(a.train_inputs()["pixel_values"], b.train_inputs()["pixel_values"])
+
+
 def test_many_episodes_of_two_envs_across_workers_keep_the_invariants(served, pool):
     _, codec = served
     config = EpisodeConfig(max_turns=2, max_new_tokens=24)

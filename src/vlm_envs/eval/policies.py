@@ -47,6 +47,7 @@ class PolicyOptions:
     max_retries: int = 4
     read_timeout: float = 60.0  # sglang: seconds a reply may make no progress
     turn_timeout: float = 300.0  # sglang: seconds per turn, retries included
+    history: str = "full"  # sglang: what the model sees of past turns ("full" or "window:K")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -203,6 +204,8 @@ class RandomPolicy(TurnPolicy):
 def build_policy(spec: str, options: PolicyOptions | None = None) -> Policy:
     """A policy from its command-line spelling (see :data:`POLICY_KINDS`)."""
     options = options or PolicyOptions()
+    if options.history != "full" and not spec.startswith("sglang:"):
+        raise PolicyError("--history applies to sglang:URL only (the other policies see every turn)")
     scripted: dict[str, Callable[[], Policy]] = {
         **{name: functools.partial(OraclePolicy, name) for name in ORACLE_NAMES},
         "random": RandomPolicy,

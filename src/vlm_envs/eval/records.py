@@ -29,6 +29,8 @@ class TurnResult:
     info: dict[str, Any] = dataclasses.field(default_factory=dict)
     generated_tokens: int | None = None
     finish_reason: str | None = None
+    #: The past turns (0-based) the model's context held under a windowed history; ``None``: all.
+    context_turns: tuple[int, ...] | None = None
 
 
 @dataclasses.dataclass
@@ -116,6 +118,8 @@ def to_record(
                 generated_tokens=turn.generated_tokens,
                 finish_reason=turn.finish_reason,
             )
+            if turn.context_turns is not None:  # numbered as the record's turns: reply j is turn j + 1
+                item["context_turns"] = [j + 1 for j in turn.context_turns]
         item["observation"] = _observation_record(turn.observation, episode, k, out_dir)
         turns.append(item)
     record = {

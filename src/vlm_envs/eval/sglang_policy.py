@@ -18,6 +18,7 @@ from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.history import History
 
 
 class _RecordingEnv(Env):
@@ -70,6 +71,10 @@ class SGLangPolicy(Policy):
             )
         except ValueError as err:
             raise PolicyError(f"{err} (set by --read-timeout / --turn-timeout)") from err
+        try:
+            self.history = History.parse(options.history)
+        except ValueError as err:
+            raise PolicyError(f"--history: {err}") from err
         self.codec: ChatCodec | None = None
         self.sampling = {"temperature": options.temperature, "max_new_tokens": options.max_tokens}
 
@@ -93,7 +98,9 @@ class SGLangPolicy(Policy):
         if self.codec is None:
             raise RuntimeError("call start() first")
         recorder = _RecordingEnv(env)
-        config = EpisodeConfig(max_turns=max_turns, max_new_tokens=self.options.max_tokens)
+        config = EpisodeConfig(
+            max_turns=max_turns, max_new_tokens=self.options.max_tokens, history=self.history
+        )
         traj = await run_episode(
             recorder, self.engine, self.codec, seed=seed, config=config, sampling_params=self.sampling
         )
@@ -109,6 +116,7 @@ class SGLangPolicy(Policy):
                     dict(turn.info),
                     turn.generated_tokens,
                     turn.finish_reason,
+                    turn.context_turns,
                 )
             )
         return EpisodeResult(
