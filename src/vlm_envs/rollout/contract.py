@@ -23,6 +23,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 #: File the violations are appended to, one JSON line each (set by the test suite).
 LOG_ENV = "VLM_ENVS_CONTRACT_LOG"
 
@@ -59,8 +61,9 @@ def token_violations(
     """What the token-level data breaks (empty when it keeps the contract)."""
     found: list[str] = []
     tokens = [*prompt, *response]
-    bad = next((t for t in tokens if type(t) is not int or not 0 <= t < space.vocab_size), None)
-    if bad is not None:
+    ids = _as_ids(tokens, space.vocab_size)
+    if ids is None:
+        bad = next(t for t in tokens if type(t) is not int or not 0 <= t < space.vocab_size)
         found.append(f"token id {bad!r} is not an int in [0, {space.vocab_size})")
     n = len(response)
     if not len(loss_mask) == len(log_probs) == n:
@@ -80,23 +83,30 @@ def token_violations(
     ]
     if generated_special:
         found.append(f"a trainable token is an image special token ({generated_special[0]})")
-    found += _image_violations(tokens, grids, pixel_rows, space)
+    if ids is not None:
+        found += _image_violations(ids, grids, pixel_rows, space)
     return found
 
 
+def _as_ids(tokens: list[Any], vocab_size: int) -> np.ndarray | None:
+    """``tokens`` as an int64 array if every one is an int (not a bool) in ``[0, vocab_size)``."""
+    if not tokens:
+        return np.zeros(0, dtype=np.int64)
+    if set(map(type, tokens)) != {int}:
+        return None
+    try:
+        ids = np.array(tokens, dtype=np.int64)
+    except OverflowError:
+        return None
+    return ids if ids.min() >= 0 and ids.max() < vocab_size else None
+
+
 def _image_violations(
-    tokens: Sequence[int], grids: Sequence[Sequence[int]], pixel_rows: int | None, space: TokenSpace
+    ids: np.ndarray, grids: Sequence[Sequence[int]], pixel_rows: int | None, space: TokenSpace
 ) -> list[str]:
-    runs: list[int] = []
-    pad, length = space.image_token_id, 0
-    for t in tokens:
-        if t == pad:
-            length += 1
-        elif length:
-            runs.append(length)
-            length = 0
-    if length:
-        runs.append(length)
+    pad = np.concatenate(([0], (ids == space.image_token_id).view(np.int8), [0]))
+    edges = np.flatnonzero(np.diff(pad))
+    runs = (edges[1::2] - edges[::2]).tolist()
     expected = [math.prod(g) // space.merge_size**2 for g in grids]
     found = []
     if runs != expected:

@@ -98,13 +98,16 @@ class ProcessedImage:
         return f"ProcessedImage(size={self.image.size}, grid_thw={self.grid_thw}, key={self.key[:12]!r})"
 
 
-def stack_pixel_values(images: Sequence[ProcessedImage]) -> torch.Tensor:
+def stack_pixel_values(
+    images: Sequence[ProcessedImage], placed: dict[int, np.ndarray] | None = None
+) -> torch.Tensor:
     """The images' ``pixel_values`` rows, concatenated in order, written once into one array.
 
     Rows made from a lookup table go straight to their place, and a repeated image is copied from
     its first place: no per-image arrays (on a virtual machine, fresh memory costs more in page
     faults than the arithmetic), and no ``torch.cat``, which would wake torch's intra-op threads
-    to contend for the cores the rollout needs.
+    to contend for the cores the rollout needs. ``placed`` (image id -> rows already written
+    elsewhere) carries that across several stacks of overlapping images, and is updated.
     """
     widths = {p.row_length for p in images}
     if len(widths) != 1:
@@ -114,26 +117,28 @@ def stack_pixel_values(images: Sequence[ProcessedImage]) -> torch.Tensor:
     # costs about 3x more here (8.6 ms vs 3.0 ms for 5 MB of fresh memory, measured on this VM)
     stacked = torch.empty((sum(rows), widths.pop()), dtype=torch.float32)
     out = stacked.numpy()
-    placed: dict[int, slice] = {}
+    placed = {} if placed is None else placed
     start = 0
     for image, n in zip(images, rows, strict=True):
-        here = slice(start, start + n)
+        here = out[start : start + n]
         if id(image) in placed:
-            out[here] = out[placed[id(image)]]
+            here[...] = placed[id(image)]
         else:
-            image.write_pixel_values(out[here])
+            image.write_pixel_values(here)
             placed[id(image)] = here
         start += n
     return stacked
 
 
-def train_inputs_of(images: Sequence[ProcessedImage]) -> dict[str, torch.Tensor]:
+def train_inputs_of(
+    images: Sequence[ProcessedImage], placed: dict[int, np.ndarray] | None = None
+) -> dict[str, torch.Tensor]:
     """``{"pixel_values", "image_grid_thw"}`` of ``images`` in order, as a trainer takes them; ``{}``
-    without images."""
+    without images. ``placed``: see :func:`stack_pixel_values`."""
     if not images:
         return {}
     return {
-        "pixel_values": stack_pixel_values(images),
+        "pixel_values": stack_pixel_values(images, placed),
         "image_grid_thw": torch.tensor([p.grid_thw for p in images], dtype=torch.long),
     }
 

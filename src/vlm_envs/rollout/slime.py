@@ -47,7 +47,7 @@ from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor, run_episod
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import Status, Trajectory
-from vlm_envs.rollout.turns import TurnSample
+from vlm_envs.rollout.turns import TurnSample, make_train_inputs
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 
 METADATA_KEY = "vlm_envs"
@@ -269,9 +269,7 @@ async def _fan_out(
 ) -> list[Any]:
     """One Sample per turn of a windowed episode (slime trains on a returned list as it would on
     that many samples); each carries the turn, the episode id and the number of turns in metadata."""
-    await asyncio.get_running_loop().run_in_executor(
-        rollout_executor(), lambda: [t.train_inputs() for t in turns]
-    )
+    await asyncio.get_running_loop().run_in_executor(rollout_executor(), make_train_inputs, turns)
     record, episode_id = sample.metadata[METADATA_KEY], uuid.uuid4().hex
     out = []
     for turn in turns:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 
 from vlm_envs.rollout.codec import ProcessedImage
@@ -112,6 +114,15 @@ class TurnSample:
     @functools.cached_property
     def _train_inputs(self) -> dict[str, torch.Tensor]:
         return train_inputs_of(self.context.images)
+
+
+def make_train_inputs(samples: Sequence[TurnSample]) -> None:
+    """Make the samples' training tensors in one pass: an image shared by several contexts is made
+    once and copied to the others (a windowed episode shows most frames in K + 1 samples)."""
+    placed: dict[int, np.ndarray] = {}
+    for sample in samples:
+        if "_train_inputs" not in sample.__dict__:
+            sample.__dict__["_train_inputs"] = train_inputs_of(sample.context.images, placed)
 
 
 def turn_samples(traj: Trajectory, reward: TurnReward = "episode", gamma: float = 1.0) -> list[TurnSample]:
