@@ -108,16 +108,16 @@ _registered: dict[str, EnvSpec] = {}
 
 
 def register(name: str, target: str, **kwargs: Any) -> EnvSpec:
-    """Register an env in this process under ``name``; ``kwargs`` become its default config."""
+    """Register an env in this process under ``name``; ``kwargs`` become its default config.
+
+    The registry knows no gymnasium: :func:`vlm_envs.register` also makes the gymnasium id.
+    """
     if not _NAME_RE.match(name):
         raise ValueError(f"env name {name!r} must start with a letter and hold only letters, digits, _ and -")
     if not _TARGET_RE.match(target):
         raise ValueError(f"target {target!r} must look like 'package.module' or 'package.module:Attr'")
     spec = EnvSpec(name=name, target=target, kwargs=dict(kwargs))
     _registered[name] = spec
-    from vlm_envs.gym import register_gym_env  # local: gym builds on the registry
-
-    register_gym_env(spec)
     return spec
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock
-from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions, build_policy
+from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions
+from vlm_envs.eval.policy_kinds import build_policy
 from vlm_envs.eval.progress import Progress
 from vlm_envs.eval.records import EpisodeResult, TurnResult, json_safe, to_record
 from vlm_envs.eval.summary import summarize
