@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import sys
 import types
 from collections.abc import Mapping
 from pathlib import Path
@@ -210,6 +211,19 @@ async def _episode(config: EvalConfig, policy: Policy, index: int) -> EpisodeRes
         env.close()
 
 
+def _warn_non_finite(config: EvalConfig, result: EpisodeResult, index: int, warned: set[str]) -> None:
+    """Say once per metric name and eval that the env reported a non-finite value for it."""
+    for name, value in result.non_finite_metrics().items():
+        if name not in warned:
+            warned.add(name)
+            print(
+                f"vlm-envs: warning: env {config.env!r} reported metric {name!r} = {value} (episode "
+                f"{index}); non-finite values are recorded as null and left out of the summary. "
+                "Report finite numbers (this warning is printed once per metric).",
+                file=sys.stderr,
+            )
+
+
 async def _run(
     config: EvalConfig, policy: Policy, progress_stream: TextIO | None, held: contextlib.ExitStack
 ) -> None:
@@ -229,10 +243,12 @@ async def _run(
             successes = sum(bool(r.get("success")) for r in kept if r.get("episode") in done)
             progress = Progress(config.n, done=len(done), successes=successes, stream=progress_stream)
         sem = asyncio.Semaphore(config.concurrency)
+        warned: set[str] = set()
 
         async def one(index: int, sink: TextIO) -> None:
             async with sem:
                 result = await _episode(config, policy, index)
+                _warn_non_finite(config, result, index, warned)
                 record = await asyncio.to_thread(
                     to_record, result, index, config.out, {"policy": policy.name}
                 )

@@ -118,3 +118,11 @@ class SlotsFromReply(ColorsEnv):
         text = f"You wrote: {response_text[:200]}"
         slots = tuple(i for i in range(len(text)) if text.startswith("<image>", i))
         return Observation(text=text, image_slots=slots), done, info
+
+
+class NanMetric(ColorsEnv):
+    """Reports a metric that is not a number on every step."""
+
+    def step(self, response_text: str):
+        obs, done, info = super().step(response_text)
+        return obs, done, info.model_copy(update={"metrics": {**info.metrics, "score": float("nan")}})
