@@ -63,9 +63,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         except EnvLoadError as err:
             description = f"(cannot load: {err})"
         rows.append((spec.name, description, spec.distribution or "(registered at run time)"))
-    width = max((len(r[0]) for r in rows), default=4)
+    name_width = max((len(r[0]) for r in rows), default=4)
+    text_width = max((len(r[1]) for r in rows), default=0)
     for name, description, dist in rows:
-        print(f"{name:<{width}}  {description}  [{dist}]")
+        print(f"{name:<{name_width}}  {description:<{text_width}}  [{dist}]")
     return 0
 
 

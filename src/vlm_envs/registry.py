@@ -98,10 +98,13 @@ class EnvSpec:
         return env
 
     def describe(self) -> str:
-        """The env's one-line description (loads the target)."""
+        """The env's one-line description (loads the target): its ``description``, else the first
+        line of its docstring (a module's or a class's), else a note saying how to give one."""
         obj = self.load()
         text = getattr(obj, "description", "") or (obj.__doc__ or "")
-        return text.strip().splitlines()[0] if text.strip() else ""
+        if not isinstance(text, str) or not text.strip():
+            return "(no description: give the module a docstring or a `description` string)"
+        return text.strip().splitlines()[0].strip()
 
 
 _registered: dict[str, EnvSpec] = {}
