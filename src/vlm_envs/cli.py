@@ -131,6 +131,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         max_turns=args.max_turns,
         resume=args.resume,
+        report=args.report,
         env_config=_env_config(args.config),
         options=options,
     )
@@ -225,6 +226,13 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--max-tokens", type=int, default=1024, help="generated tokens per turn")
     ev.add_argument("--tools", action="store_true", help="send the env's tools() to the openai server")
     ev.add_argument("--timeout", type=float, default=300.0, help="seconds per model request")
+    ev.add_argument(
+        "--report",
+        choices=["self-contained", "linked"],
+        default="self-contained",
+        help="index.html with the frames embedded (default; the file alone can be shared) or linked "
+        "to frames/ (a smaller page for big runs)",
+    )
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_eval)
 

@@ -59,6 +59,7 @@ class EvalConfig:
     concurrency: int = 8
     max_turns: int | None = None
     resume: bool = False
+    report: str = "self-contained"  # or "linked" (see vlm_envs.report.REPORT_MODES)
     env_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     options: PolicyOptions = dataclasses.field(default_factory=PolicyOptions)
 
@@ -286,5 +287,5 @@ def run_eval(
         records = [latest[i] for i in sorted(latest)]
         summary = summarize(records, config.run_info())
         (config.out / SUMMARY).write_text(json.dumps(json_safe(summary), indent=2) + "\n")
-        write_report(config.out, records, summary)
+        write_report(config.out, records, summary, config.report)
     return summary
