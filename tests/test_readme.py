@@ -1,4 +1,5 @@
-"""Every Python and shell block of README.md runs offline, as written, so no example can rot.
+"""Every Python and shell block of README.md (and of the env author's guide, docs/writing_an_env.md)
+runs offline, as written, so no example can rot.
 
 Python blocks run in a fresh interpreter (a timeout each). Shell blocks run line by line where a
 line is a command of this project (``vlm-envs ...``, ``python -m vlm_envs...``), with the
@@ -21,6 +22,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+GUIDE = ROOT / "docs" / "writing_an_env.md"
 SKIP_RE = re.compile(r"<!--\s*readme-test:\s*skip\s*\((?P<why>.+)\)\s*-->")
 FENCE_RE = re.compile(r"^```(?P<lang>\w*)\s*$")
 #: Lines of shell blocks this project runs: its command and its modules.
@@ -66,6 +68,7 @@ def shell_commands(code: str) -> list[str]:
 
 
 BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+GUIDE_BLOCKS = readme_blocks(GUIDE.read_text(encoding="utf-8"))
 
 
 def _env() -> dict[str, str]:
@@ -85,7 +88,12 @@ def test_the_readme_has_blocks_and_every_skipped_one_has_an_offline_equivalent_a
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"{b.lang}-line{b.line}" for b in BLOCKS])
+@pytest.mark.parametrize(
+    "block",
+    BLOCKS + GUIDE_BLOCKS,
+    ids=[f"readme-{b.lang}-line{b.line}" for b in BLOCKS]
+    + [f"guide-{b.lang}-line{b.line}" for b in GUIDE_BLOCKS],
+)
 def test_readme_block_runs(block: Block, tmp_path: Path) -> None:
     if block.skip:
         pytest.skip(f"README line {block.line}: {block.skip}")
