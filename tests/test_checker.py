@@ -3,7 +3,18 @@ from toyenvs import broken
 from toyenvs.colors import ColorsEnv
 
 from vlm_envs import build_env
-from vlm_envs.checker import HOSTILE_RESPONSES, EnvCheckError, check_env, episode_fingerprint
+from vlm_envs.checker import (
+    HOSTILE_RESPONSES,
+    LARGE_SEED,
+    EnvCheckError,
+    check_env,
+    determinism_seeds,
+    episode_fingerprint,
+)
+
+CHECK_NAMES = {"types", "determinism", "unseeded resets", "hostile replies", "step after the end"}
+CHECK_NAMES |= {"oracle", "close", "rebuild"}
+HOSTILE = "hostile replies: "
 
 
 def failures_of(env, **kwargs) -> list[str]:
@@ -25,9 +36,45 @@ def test_hostile_corpus_covers_the_required_kinds():
     assert "<tool_call>" in corpus["malformed tool JSON"]
 
 
-def test_non_deterministic_reset_is_caught():
+def test_non_deterministic_reset_is_caught_on_several_seeds():
     found = failures_of(broken.UnseededReset(), rebuild=False)
-    assert any("seed=0" in f and "differ" in f for f in found), found
+    differ = [f for f in found if f.startswith("determinism: Two episodes with seed=") and "differ" in f]
+    # each seed's two episodes may collide by chance (1 in 4 colours x 784 positions): most are caught
+    assert len(differ) >= 3 and any(f"seed={LARGE_SEED} " in f for f in found), found
+    assert all(f.endswith("keep no random state across resets.") for f in differ), differ
+
+
+def test_the_determinism_seeds_include_the_largest_allowed():
+    assert determinism_seeds(0) == (0, 1, 2, 2**64 - 1)
+    assert determinism_seeds(2**64 - 2) == (2**64 - 2, 2**64 - 1, 0)
+
+
+def test_a_seed_that_numpy_legacy_rejects_is_caught():
+    found = failures_of(broken.LegacyNumpySeed(), rebuild=False)
+    assert [f for f in found if f.startswith("determinism:")] == [
+        f"determinism: The episode of seed={2**64 - 1} raised ValueError: Seed must be between 0 and "
+        "2**32 - 1. Accept every seed in [0, 2**64): numpy.random.default_rng and random.Random take them "
+        "all, numpy.random.seed and RandomState stop at 2**32."
+    ], found
+
+
+def test_unseeded_resets_that_replay_one_episode_are_caught():
+    found = failures_of(broken.UnseededReplaysSeedZero(), rebuild=False)
+    assert found == [
+        "unseeded resets: 8 resets without a seed all gave the same first observation, though the seeds "
+        f"0, 1, 2, {2**64 - 1} give different ones. Draw a fresh episode when no seed is given "
+        "(numpy.random.default_rng(None) does), as gymnasium's reset(seed=None) does."
+    ]
+
+
+def test_an_env_whose_episode_is_fixed_may_replay_it_without_a_seed():
+    check_env(build_env("geo3k", problem="<image>Find x.", answer="12", images=[_square()]), rebuild=False)
+
+
+def _square():
+    from PIL import Image
+
+    return Image.new("RGB", (16, 16), "white")
 
 
 def test_images_missing_from_the_message_are_caught():
@@ -42,21 +89,44 @@ def test_images_that_differ_from_the_observation_are_caught():
 
 def test_a_step_that_raises_on_garbage_is_caught():
     found = failures_of(broken.RaisesOnGarbage(), rebuild=False)
-    assert any(f.startswith("step(malformed tool JSON) raised JSONDecodeError") for f in found), found
-    assert any(f.startswith("step(unclosed tool call) raised") for f in found), found
-    assert not any(f.startswith("step(empty)") for f in found), found
+    assert any(
+        f.startswith("hostile replies: step(malformed tool JSON) raised JSONDecodeError") for f in found
+    )
+    assert any(f.startswith("hostile replies: step(unclosed tool call) raised") for f in found), found
+    assert not any("step(empty)" in f for f in found), found
 
 
 def test_placeholder_and_non_text_replies_are_probed():
     found = failures_of(broken.RaisesOnPlaceholder(), rebuild=False)
-    assert any(f.startswith("step(image placeholder injection) raised ValueError") for f in found), found
-    assert any(f.startswith("step(invalid UTF-8 bytes) raised ValueError") for f in found), found
-    assert not any(f.startswith("step(None)") for f in found), found
+    prefix = "hostile replies: step(image placeholder injection) raised ValueError: text has 1 <image>"
+    placeholder = [f for f in found if f.startswith(prefix)]
+    assert len(placeholder) == 1 and "Observation.compose(" in placeholder[0], found
+    assert any(f.startswith("hostile replies: step(invalid UTF-8 bytes) raised ValueError") for f in found)
+    assert not any("step(None)" in f for f in found), found
+
+
+def test_a_pydantic_error_is_quoted_whole_with_a_hint_that_points_to_compose():
+    found = failures_of(broken.SlotsFromReply(), rebuild=False)
+    (message,) = [f for f in found if "step(image placeholder injection)" in f]
+    assert message.startswith(
+        "hostile replies: step(image placeholder injection) raised ValidationError: Value error, 3 image "
+        "slot(s) for 0 image(s): give one slot per image, or none (images first); Observation.compose(...) "
+        "places them for you. A reply is untrusted text. Observation text is literal"
+    ), message
+    assert "errors.pydantic.dev" not in message and "never read <image> in model text" in message
+    assert message.endswith(
+        "(Observation.with_placeholders and from_dict are for trusted dataset text only)."
+    )
+
+
+def test_every_message_names_its_check_and_ends_as_a_sentence():
+    found = failures_of(broken.RaisesOnGarbage(), rebuild=False)
+    assert all(f.split(": ", 1)[0] in CHECK_NAMES and f.endswith(".") for f in found), found
 
 
 def test_an_oracle_that_loses_is_caught():
     found = failures_of(broken.LosingOracle(), rebuild=False)
-    assert any("the oracle lost the episode of seed=0" in f for f in found), found
+    assert any(f.startswith("oracle: The oracle lost the episode of seed=0") for f in found), found
 
 
 @pytest.mark.parametrize("name", ["sokoban", "geo3k"])
@@ -69,18 +139,18 @@ def test_the_built_in_oracles_win(name):
 
 def test_a_step_that_hangs_is_caught_in_bounded_time():
     found = failures_of(broken.HangsOnLongInput(), rebuild=False, step_timeout=0.5)
-    assert any("step(1 MB of text) did not return within 0.5 s" in f for f in found), found
+    assert any("step(1 MB of text) did not return within 0.5 s. Bound the work" in f for f in found), found
 
 
 def test_step_after_end_must_raise():
     found = failures_of(broken.NeverRaisesAfterEnd(), rebuild=False)
-    assert any("after the episode ended did not raise" in f for f in found), found
+    assert "step after the end: step() after the episode ended did not raise. Raise " in "".join(found)
 
 
 def test_hash_seeded_env_is_caught_by_the_rebuild_in_another_process():
     env = build_env("toyenvs.broken:HashSeeded")
     found = failures_of(env)
-    assert any("another process" in f and "PYTHONHASHSEED" in f for f in found), found
+    assert any(f.startswith("rebuild: ") and "PYTHONHASHSEED" in f and "hash()" in f for f in found), found
 
 
 def test_nan_reward_is_caught():

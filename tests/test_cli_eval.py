@@ -134,3 +134,15 @@ def test_a_slime_shaped_env_module_runs_under_eval_and_play(
     path = str(Path(__file__).parent / "support" / "slime_geo3k_env.py")
     assert main(["play", path, "--max-turns", "1"]) == 0
     assert "episode reward 0" in capsys.readouterr().out
+
+
+def test_a_nan_metric_is_warned_about_once_per_metric_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = str(tmp_path / "r")
+    argv = ["eval", "toyenvs.broken:NanMetric", "--policy", "random", "-n", "12", "--out", out]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("vlm-envs: warning:") == 1, err
+    assert "reported metric 'score' = nan" in err and "printed once per metric" in err
+    assert all(t["metrics"]["score"] is None for r in _records(tmp_path / "r") for t in r["turns"][1:])

@@ -4,6 +4,7 @@ import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
+import gymnasium
 import pytest
 from toyenvs.colors import ColorsEnv
 
@@ -71,6 +72,7 @@ def test_sample_and_args_reach_the_module_factory():
 def test_register_at_run_time_adds_name_and_gym_id():
     spec = register("colors-runtime", "toyenvs.colors:ColorsEnv", size=28)
     assert spec.gym_id == "vlm_envs/Colors-runtime-v0"
+    assert gymnasium.make(spec.gym_id).unwrapped.vlm_env.size == 28
     assert get_spec("colors-runtime") == spec
     env = build_env("colors-runtime")
     assert env.size == 28

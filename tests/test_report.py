@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
+
+import pytest
+from PIL import Image
 
 from vlm_envs.eval.summary import summarize
 from vlm_envs.report import histogram_svg, render_report, write_report
@@ -75,3 +79,23 @@ def test_write_report_puts_index_html_in_the_folder(tmp_path: Path) -> None:
     records = [_record(0, 1.0, 2)]
     path = write_report(tmp_path, records, summarize(records))
     assert path == tmp_path / "index.html" and path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert '"images": ["frames/a.png"]' in path.read_text(encoding="utf-8")  # missing on disk: linked
+
+
+def test_the_report_embeds_its_frames_or_links_them(tmp_path: Path) -> None:
+    (tmp_path / "frames").mkdir()
+    Image.new("RGB", (4, 4), "red").save(tmp_path / "frames" / "a.png")
+    png = (tmp_path / "frames" / "a.png").read_bytes()
+    records = [_record(0, 1.0, 2)]
+    embedded = write_report(tmp_path, records, summarize(records)).read_text(encoding="utf-8")
+    assert f'"images": ["data:image/png;base64,{base64.b64encode(png).decode()}"]' in embedded
+    assert "frames/a.png" not in embedded
+    linked = write_report(tmp_path, records, summarize(records), mode="linked").read_text(encoding="utf-8")
+    assert '"images": ["frames/a.png"]' in linked and "data:image/png" not in linked
+    with pytest.raises(ValueError, match="use one of self-contained, linked"):
+        write_report(tmp_path, records, summarize(records), mode="zip")
+
+
+def test_unknown_tokens_say_unknown() -> None:
+    page = render_report([_record(0, 1.0, 1)], summarize([_record(0, 1.0, 1)]))
+    assert "<th>mean tokens</th><td>unknown (the policy reports no token counts)</td>" in page

@@ -91,6 +91,35 @@ class _DevTools:
         return errors
 
 
+#: Every pair of a histogram's title and a label that overlap, from their bounding boxes as rendered.
+LAYOUT_JS = """
+function overlaps() {
+  const hit = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const found = [];
+  document.querySelectorAll('svg.hist').forEach(svg => {
+    const title = svg.querySelector('text.t').getBoundingClientRect();
+    svg.querySelectorAll('text:not(.t)').forEach(label => {
+      if (hit(title, label.getBoundingClientRect())) found.push(label.textContent);
+    });
+  });
+  return found;
+}
+"""
+#: What each filter shows: the episode pane's text and how many episodes the list holds.
+FILTER_JS = """(() => {
+  const shown = {};
+  for (const value of ['failure', 'success', 'all']) {
+    const radio = document.querySelector('input[name=filter][value=' + value + ']');
+    radio.checked = true;
+    radio.dispatchEvent(new Event('change'));
+    const pane = document.getElementById('episode');
+    const buttons = document.querySelectorAll('#list button').length;
+    shown[value] = {pane: pane.textContent.trim().slice(0, 40), buttons: buttons};
+  }
+  return JSON.stringify(shown);
+})()"""
+
+
 async def _inspect(browser: subprocess.Popen, page_url: str, screenshot: Path) -> dict[str, Any]:
     assert browser.stderr is not None
     port = None
@@ -122,14 +151,22 @@ async def _inspect(browser: subprocess.Popen, page_url: str, screenshot: Path) -
                     svgs: document.querySelectorAll('svg.hist rect').length,
                     model: Array.from(document.querySelectorAll('#episode pre')).map(p => p.textContent),
                     injected: document.querySelectorAll('#episode b.injected').length,
+                    summary: document.querySelector('table.summary').textContent,
+                    overlaps: overlaps(),
                 });
             })()"""
-            result = await dt.call("Runtime.evaluate", expression=check, returnByValue=True)
+            result = await dt.call("Runtime.evaluate", expression=LAYOUT_JS + check, returnByValue=True)
+            filtered = await dt.call("Runtime.evaluate", expression=FILTER_JS, returnByValue=True)
             shot = await dt.call("Page.captureScreenshot", format="png")
             screenshot.write_bytes(base64.b64decode(shot["data"]))
             await asyncio.sleep(0.2)  # let late console events arrive
             await dt.call("Runtime.evaluate", expression="1")
-            return {**json.loads(result["result"]["value"]), "errors": dt.console_errors()}
+            seen = json.loads(result["result"]["value"])
+            return {
+                **seen,
+                "filtered": json.loads(filtered["result"]["value"]),
+                "errors": dt.console_errors(),
+            }
 
 
 def test_report_renders_in_chromium_with_images_and_no_console_errors(tmp_path: Path) -> None:
@@ -155,8 +192,11 @@ def test_report_renders_in_chromium_with_images_and_no_console_errors(tmp_path: 
         text=True,
     )
     screenshot = tmp_path / "report.png"
+    alone = tmp_path / "mailed" / "report.html"  # the self-contained page, copied without frames/
+    alone.parent.mkdir()
+    shutil.copy(out / "index.html", alone)
     try:
-        seen = asyncio.run(_inspect(browser, (out / "index.html").as_uri(), screenshot))
+        seen = asyncio.run(_inspect(browser, alone.as_uri(), screenshot))
     finally:
         stop_process(browser)
     assert seen["errors"] == []
@@ -169,3 +209,9 @@ def test_report_renders_in_chromium_with_images_and_no_console_errors(tmp_path: 
     assert hostile in seen["model"]
     assert seen["injected"] == 0
     assert screenshot.stat().st_size > 10_000
+    # layout: no bar label overlaps its chart's title; an empty filter says so; unknown tokens say so
+    assert seen["overlaps"] == []
+    assert seen["filtered"]["failure"] == {"pane": "no failures", "buttons": 0}
+    assert seen["filtered"]["success"]["buttons"] == 4 and seen["filtered"]["all"]["buttons"] == 4
+    assert seen["filtered"]["success"]["pane"].startswith("Episode 0")
+    assert "mean tokensunknown" in seen["summary"] and "mean tokens-" not in seen["summary"]

@@ -1,7 +1,7 @@
 """``check_env``: the conformance suite every environment, ours or a user's, must pass.
 
-Each check turns a rule of the protocol into a message that tells the env's author what to fix.
-All failures are collected and raised together as one :class:`EnvCheckError`.
+Each check turns a rule of the protocol into a message that names the check, says what happened and
+what to change. All failures are collected and raised together as one :class:`EnvCheckError`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 from PIL import Image
+from pydantic import ValidationError
 
-from vlm_envs.protocol import Env, Observation, StepInfo
+from vlm_envs.protocol import SEED_LIMIT, Env, Observation, StepInfo
 
 #: Responses no env may crash or hang on. Model output is hostile input.
 HOSTILE_RESPONSES: dict[str, str] = {
@@ -61,6 +62,12 @@ FINGERPRINT_STEPS = 8
 MAX_STEPS_TO_END = 500
 #: Episodes the oracle (``oracle_response``), where an env has one, must win.
 ORACLE_SEEDS = 3
+#: The largest seed the protocol allows: numpy's ``RandomState`` and ``np.random.seed`` reject it.
+LARGE_SEED = SEED_LIMIT - 1
+#: Unseeded resets tried before concluding that they all replay one episode.
+UNSEEDED_RESETS = 8
+#: How much of an exception's text a message quotes (an error may echo a megabyte of reply).
+ERROR_CHARS = 500
 
 
 class EnvCheckError(AssertionError):
@@ -75,37 +82,70 @@ class EnvCheckError(AssertionError):
 def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: bool = True) -> None:
     """Run the conformance suite on ``env``; raise :class:`EnvCheckError` listing every failure.
 
-    Checks: reset/step types, finite rewards and metrics, chat messages whose image parts match the
-    observation, same seed -> same episode (image bytes included), hostile responses (``<image>``
-    and chat-template injections, non-text replies, ...) never raise and return within
-    ``step_timeout`` seconds, step after the end raises, the oracle (where there is one) wins
-    several seeds, ``close()`` twice, and (``rebuild``) the same episode when the env is rebuilt from
-    its spec in another process.
+    Each failure starts with the name of its check:
+
+    - ``types``: ``reset``/``step`` return the protocol's types, rewards and metrics are finite, and
+      ``format_observation`` gives one chat message whose image parts are the observation's images;
+    - ``determinism``: every seeded episode replays exactly (image bytes included) on several seeds:
+      ``seed``, ``seed + 1``, ``seed + 2`` and the largest allowed, ``2**64 - 1``;
+    - ``unseeded resets``: ``reset()`` without a seed works, draws a fresh episode where the seed picks
+      the episode (two unseeded resets differ, tried up to :data:`UNSEEDED_RESETS` times), and leaves
+      what a seed means unchanged;
+    - ``hostile replies``: the replies of :data:`HOSTILE_RESPONSES` (``<image>`` and chat-template
+      injections, megabytes of text, ...) and non-text replies never raise and return within
+      ``step_timeout`` seconds;
+    - ``step after the end``: ``step`` after the episode ended raises ``EpisodeFinishedError``;
+    - ``oracle``: where the env has ``oracle_response()``, it wins :data:`ORACLE_SEEDS` episodes;
+    - ``close``: ``close()`` twice is fine;
+    - ``rebuild`` (when ``rebuild``): the env rebuilt from its spec in another process, with another
+      ``PYTHONHASHSEED``, plays the same episodes for the determinism seeds.
     """
     name = env.spec.name if env.spec is not None else type(env).__name__
     failures: list[str] = []
-    checks: list[Callable[[Env, int], list[str]]] = [_check_reset_and_messages, _check_determinism]
-    checks += [lambda e, s: _check_hostile(e, s, step_timeout), _check_step_after_end, _check_oracle]
+    checks: dict[str, Callable[[Env, int], list[str]]] = {
+        "types": _check_reset_and_messages,
+        "determinism": _check_determinism,
+        "unseeded resets": _check_unseeded,
+        "hostile replies": lambda e, s: _check_hostile(e, s, step_timeout),
+        "step after the end": _check_step_after_end,
+        "oracle": _check_oracle,
+        "close": _check_close,
+    }
     if rebuild:
-        checks.append(_check_rebuild)
-    for check in checks:
+        checks["rebuild"] = _check_rebuild
+    for label, check in checks.items():
         try:
-            failures += check(env, seed)
+            found = check(env, seed)
         except Exception as err:  # a crash inside a check is itself the finding
-            failures.append(f"{getattr(check, '__name__', 'check')}: raised {type(err).__name__}: {err}")
-    try:
-        env.close()
-        env.close()
-    except Exception as err:
-        failures.append(f"close() twice raised {type(err).__name__}: {err}; close() must be idempotent")
+            found = [f"The check itself stopped: the env raised {_error_text(err)}. {_RAISE_HINT}"]
+        failures += [f"{label}: {message}" for message in found]
     if failures:
         raise EnvCheckError(name, failures)
+
+
+_RAISE_HINT = "Make reset and step answer every input with an observation; raise only after the end."
+
+
+def _error_text(err: BaseException) -> str:
+    """``Type: message``, whole: pydantic's errors as their messages, long texts cut at a word."""
+    if isinstance(err, ValidationError):
+        text = "; ".join(str(e["msg"]) for e in err.errors())
+    else:
+        text = " ".join(str(err).split())
+    if len(text) > ERROR_CHARS:
+        text = text[:ERROR_CHARS].rsplit(" ", 1)[0] + " [... cut]"
+    return f"{type(err).__name__}: {text.rstrip('.')}" if text else type(err).__name__
+
+
+def determinism_seeds(seed: int) -> tuple[int, ...]:
+    """The seeds whose episodes must replay: ``seed``, the next two and the largest allowed."""
+    return tuple(dict.fromkeys([seed, (seed + 1) % SEED_LIMIT, (seed + 2) % SEED_LIMIT, LARGE_SEED]))
 
 
 def _check_reset_and_messages(env: Env, seed: int) -> list[str]:
     out = env.reset(seed=seed)
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
-        return [f"reset() must return (Observation, dict), got {type(out).__name__}"]
+        return [f"reset() returned {type(out).__name__}. Return a tuple (Observation, info dict)."]
     failures = _check_observation("reset()", env, out[0])
     rng = random.Random(seed)
     for i in range(FINGERPRINT_STEPS):
@@ -119,41 +159,42 @@ def _check_reset_and_messages(env: Env, seed: int) -> list[str]:
 
 def _check_observation(where: str, env: Env, obs: Any) -> list[str]:
     if not isinstance(obs, Observation):
-        return [f"{where} returned {type(obs).__name__} as observation; return vlm_envs.Observation"]
+        return [f"{where} returned {type(obs).__name__} as its observation. Return a vlm_envs.Observation."]
     failures = [
-        f"{where}: image {i} is {type(im).__name__} of size {getattr(im, 'size', '?')}; "
-        "images must be non-empty PIL images in mode RGB, RGBA or L"
+        f"{where}: image {i} is {type(im).__name__} of size {getattr(im, 'size', '?')}. "
+        "Give non-empty PIL images in mode RGB, RGBA or L."
         for i, im in enumerate(obs.images)
         if not (
             isinstance(im, Image.Image) and im.width > 0 and im.height > 0 and im.mode in ("RGB", "RGBA", "L")
         )
     ]
     message = env.format_observation(obs)
-    return failures + [f"{where}: format_observation: {p}" for p in _message_problems(message, obs)]
+    hint = "Return one chat message with the observation's parts, as Env.format_observation does."
+    return failures + [f"{where}: format_observation {p}. {hint}" for p in _message_problems(message, obs)]
 
 
 def _message_problems(message: Any, obs: Observation) -> list[str]:
     if not isinstance(message, dict) or "role" not in message or "content" not in message:
-        return [f"must return a dict with 'role' and 'content', got {message!r:.200}"]
+        return [f"gave {message!r:.200}, not a dict with 'role' and 'content'"]
     problems = []
     if message["role"] != obs.role:
-        problems.append(f"role is {message['role']!r} but the observation's role is {obs.role!r}")
+        problems.append(f"gave the role {message['role']!r}, but the observation's role is {obs.role!r}")
     content = message["content"]
     parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
     if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
-        return [*problems, "content must be a string or a list of part dicts"]
+        return [*problems, "gave content that is neither a string nor a list of part dicts"]
     images = [p for p in parts if p.get("type") == "image"]
     for p in parts:
         if p.get("type") not in ("text", "image"):
-            problems.append(f"unknown part type {p.get('type')!r}; use 'text' or 'image'")
+            problems.append(f"gave the unknown part type {p.get('type')!r} (use 'text' or 'image')")
         elif p["type"] == "text" and not isinstance(p.get("text"), str):
-            problems.append("a text part has no string 'text'")
+            problems.append("gave a text part without a string 'text'")
     if len(images) != len(obs.images):
-        problems.append(f"{len(images)} image part(s) for {len(obs.images)} observation image(s)")
+        problems.append(f"gave {len(images)} image part(s) for {len(obs.images)} observation image(s)")
     else:
         for i, (part, im) in enumerate(zip(images, obs.images, strict=True)):
             if "image" in part and not _same_image(part["image"], im):
-                problems.append(f"image part {i} does not hold the observation's image {i}")
+                problems.append(f"gave an image part {i} that does not hold the observation's image {i}")
     return problems
 
 
@@ -163,22 +204,22 @@ def _same_image(a: Any, b: Image.Image) -> bool:
 
 def _check_step_result(where: str, env: Env, result: Any) -> list[str]:
     if not (isinstance(result, tuple) and len(result) == 3):
-        return [f"{where}: step() must return (Observation, done, StepInfo), got {type(result).__name__}"]
+        return [f"{where} returned {type(result).__name__}. Return a tuple (Observation, done, StepInfo)."]
     obs, done, info = result
     failures = _check_observation(where, env, obs)
     if not isinstance(done, bool):
-        failures.append(f"{where}: done must be a bool, got {type(done).__name__}")
+        failures.append(f"{where}: done is a {type(done).__name__}. Return done as a bool.")
     if not isinstance(info, StepInfo):
-        return [*failures, f"{where}: the third item must be a StepInfo, got {type(info).__name__}"]
+        return [*failures, f"{where}: the third item is a {type(info).__name__}. Return a vlm_envs.StepInfo."]
     if not math.isfinite(info.reward):
-        failures.append(f"{where}: reward {info.reward} is not finite")
+        failures.append(f"{where}: reward {info.reward} is not finite. Give every step a finite reward.")
     failures += [
-        f"{where}: metric {k!r} = {v!r} is not a finite number"
+        f"{where}: metric {k!r} = {v!r} is not a finite number. Give metrics finite numbers or bools."
         for k, v in info.metrics.items()
         if not math.isfinite(float(v))
     ]
     if (info.terminated or info.truncated) and done is False:
-        failures.append(f"{where}: StepInfo says terminated/truncated but done is False")
+        failures.append(f"{where}: StepInfo says the episode ended but done is False. Return done=True.")
     return failures
 
 
@@ -187,7 +228,7 @@ def _image_digest(im: Image.Image) -> str:
 
 
 def _obs_record(obs: Observation) -> list[Any]:
-    return [obs.role, obs.text, [_image_digest(im) for im in obs.images]]
+    return [obs.role, obs.text, list(obs.image_slots), [_image_digest(im) for im in obs.images]]
 
 
 def episode_fingerprint(env: Env, seed: int, steps: int = FINGERPRINT_STEPS) -> str:
@@ -207,17 +248,65 @@ def episode_fingerprint(env: Env, seed: int, steps: int = FINGERPRINT_STEPS) -> 
     return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
 
 
+_SEED_HINT = (
+    "Derive all randomness of an episode from its reset seed (numpy.random.default_rng(seed) or "
+    "random.Random(seed)) and keep no random state across resets."
+)
+
+
 def _check_determinism(env: Env, seed: int) -> list[str]:
-    first, second = episode_fingerprint(env, seed), episode_fingerprint(env, seed)
-    if first != second:
-        return [
-            f"two episodes with seed={seed} and the same responses differ (observations, images, rewards "
-            "or metrics); derive all randomness from the reset seed"
-        ]
-    return []
+    """Every seeded episode replays: several seeds, the largest allowed among them."""
+    failures = []
+    for s in determinism_seeds(seed):
+        try:
+            first, second = episode_fingerprint(env, s), episode_fingerprint(env, s)
+        except Exception as err:
+            failures.append(
+                f"The episode of seed={s} raised {_error_text(err)}. Accept every seed in [0, 2**64): "
+                "numpy.random.default_rng and random.Random take them all, numpy.random.seed and "
+                "RandomState stop at 2**32."
+            )
+            continue
+        if first != second:
+            failures.append(
+                f"Two episodes with seed={s} and the same replies differ (observations, images, rewards "
+                f"or metrics). {_SEED_HINT}"
+            )
+    return failures
 
 
-def _step_with_timeout(env: Env, response: str, timeout: float) -> tuple[Any, BaseException | None, bool]:
+def _check_unseeded(env: Env, seed: int) -> list[str]:
+    """``reset()`` without a seed draws a fresh episode and does not change what a seed means."""
+    before = episode_fingerprint(env, seed)
+    seeded = {json.dumps(_obs_record(env.reset(seed=s)[0])) for s in determinism_seeds(seed)}
+    unseeded: list[str] = []
+    try:
+        while len(unseeded) < UNSEEDED_RESETS and len(set(unseeded)) < 2:
+            unseeded.append(json.dumps(_obs_record(env.reset()[0])))
+    except Exception as err:
+        return [f"reset() without a seed raised {_error_text(err)}. Draw a fresh seed when none is given."]
+    failures = []
+    if len(seeded) > 1 and len(set(unseeded)) == 1:
+        failures.append(
+            f"{len(unseeded)} resets without a seed all gave the same first observation, though the seeds "
+            f"{', '.join(map(str, determinism_seeds(seed)))} give different ones. Draw a fresh episode when "
+            "no seed is given (numpy.random.default_rng(None) does), as gymnasium's reset(seed=None) does."
+        )
+    if episode_fingerprint(env, seed) != before:
+        failures.append(f"The episode of seed={seed} changed after resets without a seed. {_SEED_HINT}")
+    return failures
+
+
+#: What to change when the placeholder reply breaks an env: text is literal, images are placed apart.
+_PLACEHOLDER_HINT = (
+    "Observation text is literal, so quoting a reply is safe: build the observation with "
+    'Observation(text=...) or Observation.compose("You wrote: ", reply, image), which places images '
+    "itself, and never read <image> in model text (Observation.with_placeholders and from_dict are for "
+    "trusted dataset text only)."
+)
+
+
+def _step_with_timeout(env: Env, response: Any, timeout: float) -> tuple[Any, BaseException | None, bool]:
     box: dict[str, Any] = {}
 
     def run() -> None:
@@ -238,12 +327,14 @@ def _check_hostile(env: Env, seed: int, step_timeout: float) -> list[str]:
     for label, response in {**HOSTILE_RESPONSES, **NON_TEXT_RESPONSES}.items():
         result, error, hung = _step_with_timeout(env, response, step_timeout)
         if hung:
-            return [*failures, f"step({label}) did not return within {step_timeout} s; bound the work"]
+            return [
+                *failures,
+                f"step({label}) did not return within {step_timeout} s. Bound the work a reply can cause "
+                "(cap its length, cap parsing and checking in time).",
+            ]
         if error is not None:
-            failures.append(
-                f"step({label}) raised {type(error).__name__}: {str(error)[:200]}; answer bad input "
-                "with an observation and a metric instead"
-            )
+            hint = _PLACEHOLDER_HINT if "<image>" in str(response) else "Answer it with an observation."
+            failures.append(f"step({label}) raised {_error_text(error)}. A reply is untrusted text. {hint}")
             env.reset(seed=seed)
             continue
         failures += _check_step_result(f"step({label})", env, result)
@@ -259,14 +350,15 @@ def _check_step_after_end(env: Env, seed: int) -> list[str]:
         if env.step(env.random_response(rng))[1]:
             break
     else:
-        return [f"episode did not end within {MAX_STEPS_TO_END} steps; cap its length (max_steps/max_turns)"]
+        return [f"The episode did not end within {MAX_STEPS_TO_END} steps. Cap its length (max_turns)."]
+    hint = "Raise vlm_envs.EpisodeFinishedError with a message saying to call reset()."
     try:
         env.step("<answer>Up</answer>")
     except RuntimeError as err:
-        return [] if str(err) else ["step() after the end raised a RuntimeError without a message"]
+        return [] if str(err) else [f"step() after the end raised a RuntimeError without a message. {hint}"]
     except Exception as err:
-        return [f"step() after the end raised {type(err).__name__}; raise vlm_envs.EpisodeFinishedError"]
-    return ["step() after the episode ended did not raise; raise vlm_envs.EpisodeFinishedError"]
+        return [f"step() after the end raised {type(err).__name__}. {hint}"]
+    return [f"step() after the episode ended did not raise. {hint}"]
 
 
 def _check_oracle(env: Env, seed: int) -> list[str]:
@@ -279,20 +371,33 @@ def _check_oracle(env: Env, seed: int) -> list[str]:
         for _ in range(MAX_STEPS_TO_END):
             reply = env.oracle_response()
             if reply is None:
-                failures.append(f"oracle_response() gave None mid-episode (seed={episode_seed})")
+                failures.append(
+                    f"oracle_response() gave None mid-episode (seed={episode_seed}). Return the winning "
+                    "reply whenever an episode is running."
+                )
                 break
             if env.step(reply)[1]:
                 if not env.episode_reward() > 0:
                     failures.append(
-                        f"the oracle lost the episode of seed={episode_seed} (reward "
-                        f"{env.episode_reward()}); oracle_response() must write the winning reply"
+                        f"The oracle lost the episode of seed={episode_seed} (reward "
+                        f"{env.episode_reward()}). Make oracle_response() write the winning reply."
                     )
                 break
         else:
             failures.append(
-                f"the oracle did not end the episode of seed={episode_seed} in {MAX_STEPS_TO_END} steps"
+                f"The oracle did not end the episode of seed={episode_seed} in {MAX_STEPS_TO_END} steps. "
+                "Make oracle_response() write replies that finish the task."
             )
     return failures
+
+
+def _check_close(env: Env, seed: int) -> list[str]:
+    try:
+        env.close()
+        env.close()
+    except Exception as err:
+        return [f"close() twice raised {_error_text(err)}. Make close() idempotent."]
+    return []
 
 
 def _check_rebuild(env: Env, seed: int) -> list[str]:
@@ -302,8 +407,9 @@ def _check_rebuild(env: Env, seed: int) -> list[str]:
     if spec is None:
         target = f"{type(env).__module__}:{type(env).__qualname__}"
         spec, how = EnvSpec(name=target, target=target), "its class with default config (it has no spec)"
-    local = episode_fingerprint(env, seed)
-    payload = pickle.dumps((spec, seed))
+    seeds = determinism_seeds(seed)
+    local = [episode_fingerprint(env, s) for s in seeds]
+    payload = pickle.dumps((spec, seeds))
     hash_seed = str((int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 12345) % 4294967295)
     environ = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": os.pathsep.join(sys.path)}
     proc = subprocess.run(
@@ -315,21 +421,27 @@ def _check_rebuild(env: Env, seed: int) -> list[str]:
     )
     if proc.returncode != 0:
         tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
-        return [f"rebuilding the env from {how} in another process failed: {tail[0]}"]
-    remote = proc.stdout.decode().strip()
-    if remote != local:
         return [
-            f"the env rebuilt from {how} in another process (PYTHONHASHSEED={hash_seed}) played a "
-            f"different episode for seed={seed}; avoid hash(), global RNGs and process-local state"
+            f"Rebuilding the env from {how} in another process failed ({tail[0]}). Make the env "
+            "importable by module path and its config picklable."
+        ]
+    remote = proc.stdout.decode().split()
+    differ = [s for s, a, b in zip(seeds, local, remote, strict=False) if a != b]
+    if differ or len(remote) != len(local):
+        return [
+            f"The env rebuilt from {how} in another process (PYTHONHASHSEED={hash_seed}) played a "
+            f"different episode for seed={(differ or seeds)[0]}. Avoid hash(), global RNGs and random "
+            "state drawn when the env is built."
         ]
     return []
 
 
 def _rebuild_main() -> None:
-    """Child side of the rebuild check: read (spec, seed), print the episode fingerprint."""
-    spec, seed = pickle.loads(sys.stdin.buffer.read())
+    """Child side of the rebuild check: read (spec, seeds), print one episode fingerprint per seed."""
+    spec, seeds = pickle.loads(sys.stdin.buffer.read())
     env = spec.make()
-    print(episode_fingerprint(env, seed))
+    for seed in seeds:
+        print(episode_fingerprint(env, seed))
     env.close()
 
 

@@ -63,9 +63,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         except EnvLoadError as err:
             description = f"(cannot load: {err})"
         rows.append((spec.name, description, spec.distribution or "(registered at run time)"))
-    width = max((len(r[0]) for r in rows), default=4)
+    name_width = max((len(r[0]) for r in rows), default=4)
+    text_width = max((len(r[1]) for r in rows), default=0)
     for name, description, dist in rows:
-        print(f"{name:<{width}}  {description}  [{dist}]")
+        print(f"{name:<{name_width}}  {description:<{text_width}}  [{dist}]")
     return 0
 
 
@@ -133,6 +134,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         max_turns=args.max_turns,
         resume=args.resume,
+        report=args.report,
         env_config=_env_config(args.config),
         options=options,
     )
@@ -238,6 +240,13 @@ def build_parser() -> argparse.ArgumentParser:
         default="full",
         help="sglang:URL: what the model sees of past turns, 'full' or 'window:K' (the task, the last K "
         "turns and the current observation), as in training (default full)",
+    )
+    ev.add_argument(
+        "--report",
+        choices=["self-contained", "linked"],
+        default="self-contained",
+        help="index.html with the frames embedded (default; the file alone can be shared) or linked "
+        "to frames/ (a smaller page for big runs)",
     )
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_eval)

@@ -98,26 +98,29 @@ class EnvSpec:
         return env
 
     def describe(self) -> str:
-        """The env's one-line description (loads the target)."""
+        """The env's one-line description (loads the target): its ``description``, else the first
+        line of its docstring (a module's or a class's), else a note saying how to give one."""
         obj = self.load()
         text = getattr(obj, "description", "") or (obj.__doc__ or "")
-        return text.strip().splitlines()[0] if text.strip() else ""
+        if not isinstance(text, str) or not text.strip():
+            return "(no description: give the module a docstring or a `description` string)"
+        return text.strip().splitlines()[0].strip()
 
 
 _registered: dict[str, EnvSpec] = {}
 
 
 def register(name: str, target: str, **kwargs: Any) -> EnvSpec:
-    """Register an env in this process under ``name``; ``kwargs`` become its default config."""
+    """Register an env in this process under ``name``; ``kwargs`` become its default config.
+
+    The registry knows no gymnasium: :func:`vlm_envs.register` also makes the gymnasium id.
+    """
     if not _NAME_RE.match(name):
         raise ValueError(f"env name {name!r} must start with a letter and hold only letters, digits, _ and -")
     if not _TARGET_RE.match(target):
         raise ValueError(f"target {target!r} must look like 'package.module' or 'package.module:Attr'")
     spec = EnvSpec(name=name, target=target, kwargs=dict(kwargs))
     _registered[name] = spec
-    from vlm_envs.gym import register_gym_env  # local: gym builds on the registry
-
-    register_gym_env(spec)
     return spec
 
 

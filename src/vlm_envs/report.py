@@ -1,12 +1,15 @@
-"""The eval report: one self-contained ``index.html`` (inline CSS, JS and SVG; no network).
+"""The eval report: one ``index.html`` (inline CSS, JS and SVG; no network).
 
 It shows the summary, reward and turn histograms, and an episode viewer with every turn's
-images (the PNG files under ``frames/`` next to the page), model text and env feedback. Model
-text is hostile: the page puts it in as text nodes, never as HTML.
+images, model text and env feedback. Images are either embedded as ``data:`` URIs (``self-contained``:
+the file alone can be mailed or uploaded) or linked to the PNG files under ``frames/`` next to the
+page (``linked``: a smaller page for big runs). Model text is hostile: the page puts it in as text
+nodes, never as HTML.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import math
@@ -16,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 REPORT_FILE = "index.html"
+#: How the report holds its images: embedded in the page, or linked to ``frames/``.
+REPORT_MODES = ("self-contained", "linked")
+DEFAULT_REPORT_MODE = "self-contained"
 
 
 def _bins(values: Sequence[float], integer: bool) -> list[tuple[str, int]]:
@@ -37,7 +43,7 @@ def _bins(values: Sequence[float], integer: bool) -> list[tuple[str, int]]:
 def histogram_svg(title: str, values: Sequence[float], integer: bool = False) -> str:
     """A small bar chart as inline SVG."""
     bars = _bins(values, integer)
-    width, height, top, bottom = 340, 180, 28, 34
+    width, height, top, bottom = 340, 190, 40, 34  # top: the title, then room for a count label
     parts = [
         f'<svg class="hist" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
         f'role="img" aria-label="{html.escape(title)}">',
@@ -73,6 +79,10 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _known(value: Any) -> Any:
+    return "unknown (the policy reports no token counts)" if value is None else value
+
+
 def _summary_html(summary: Mapping[str, Any]) -> str:
     run = summary.get("run") or {}
     rate = summary.get("success_rate")
@@ -84,7 +94,7 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
         ("success rate", "-" if rate is None else f"{rate:.1%} (95% CI {low:.1%} to {high:.1%})"),
         ("mean reward", summary.get("mean_reward")),
         ("mean turns", summary.get("mean_turns")),
-        ("mean tokens", summary.get("mean_tokens")),
+        ("mean tokens", _known(summary.get("mean_tokens"))),
         ("statuses", ", ".join(f"{k}: {v}" for k, v in (summary.get("status_counts") or {}).items())),
     ]
     counts, n = summary.get("metric_counts") or {}, summary.get("episodes")
@@ -95,8 +105,23 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
     return f'<table class="summary">{body}</table>'
 
 
-def _episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The fields the viewer needs (reset info and per-turn env info stay in results.jsonl)."""
+def _png_data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _embed_images(observation: Any, out_dir: Path) -> Any:
+    """The observation record with its frame paths replaced by the frames as data URIs."""
+    if not observation:
+        return observation
+    # a frame missing on disk keeps its path: the page still renders and shows which one is missing
+    paths = observation.get("images") or []
+    images = [_png_data_uri(out_dir / rel) if (out_dir / rel).is_file() else rel for rel in paths]
+    return {**observation, "images": images}
+
+
+def _episode_view(record: Mapping[str, Any], embed_from: Path | None = None) -> dict[str, Any]:
+    """The fields the viewer needs (reset info and per-turn env info stay in results.jsonl); with
+    ``embed_from``, frames are read from that folder and embedded."""
     keep = ("episode", "seed", "status", "error", "reward", "success", "num_turns", "tokens", "metrics")
     view = {k: record.get(k) for k in keep}
     view["turns"] = [
@@ -106,7 +131,9 @@ def _episode_view(record: Mapping[str, Any]) -> dict[str, Any]:
             "reward": t.get("reward"),
             "done": t.get("done"),
             "metrics": t.get("metrics"),
-            "observation": t.get("observation"),
+            "observation": t.get("observation")
+            if embed_from is None
+            else _embed_images(t.get("observation"), embed_from),
             "context_turns": t.get("context_turns"),
         }
         for t in record.get("turns", [])
@@ -141,6 +168,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f3f3f3;padding:6px;ma
 .frames img{max-width:320px;image-rendering:pixelated;border:1px solid #ccc;margin:4px 4px 0 0}
 .label{font-size:12px;color:#666;text-transform:uppercase}
 .filters{margin:8px 0}
+.none{padding:8px 12px;color:#555;font-style:italic}
 """
 
 _JS = r"""
@@ -195,6 +223,10 @@ _JS = r"""
   function fill(filter){
     shown=data.filter(ep=>filter==='all'||(filter==='success')===!!ep.success);
     list.replaceChildren();
+    if(!shown.length){
+      const none={all:'no episodes',success:'no successes',failure:'no failures'}[filter];
+      pane.replaceChildren(el('p','none',none)); list.appendChild(el('p','none',none)); return;
+    }
     shown.forEach((ep,i)=>{const b=el('button',ep.success?'ok':'bad',
       '#'+ep.episode+'  seed '+ep.seed+'  '+ep.status+'  r='+ep.reward+'  turns='+ep.num_turns);
       b.addEventListener('click',()=>show(i)); list.appendChild(b);});
@@ -211,13 +243,17 @@ _JS = r"""
 """
 
 
-def render_report(records: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]) -> str:
-    """The report page for ``results.jsonl`` records and their summary."""
+def render_report(
+    records: Sequence[Mapping[str, Any]], summary: Mapping[str, Any], embed_from: Path | None = None
+) -> str:
+    """The report page for ``results.jsonl`` records and their summary; with ``embed_from`` (the
+    run's folder) its frames are embedded, else linked relative to the page."""
     run = summary.get("run") or {}
     title = f"vlm-envs eval: {run.get('env', '?')} with {run.get('policy', '?')}"
     rewards = [float(r.get("reward") or 0.0) for r in records]
     turns = [float(r.get("num_turns") or 0) for r in records]
-    data = json.dumps([_episode_view(r) for r in records], ensure_ascii=False, allow_nan=False)
+    views = [_episode_view(r, embed_from) for r in records]
+    data = json.dumps(views, ensure_ascii=False, allow_nan=False)
     data = data.replace("<", "\\u003c")  # nothing in the data can close the script element
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">
@@ -235,9 +271,18 @@ def render_report(records: Sequence[Mapping[str, Any]], summary: Mapping[str, An
 
 
 def write_report(
-    out_dir: str | Path, records: Sequence[Mapping[str, Any]], summary: Mapping[str, Any]
+    out_dir: str | Path,
+    records: Sequence[Mapping[str, Any]],
+    summary: Mapping[str, Any],
+    mode: str = DEFAULT_REPORT_MODE,
 ) -> Path:
-    """Write ``index.html`` into ``out_dir`` (frames are expected under ``out_dir/frames``)."""
-    path = Path(out_dir) / REPORT_FILE
-    path.write_text(render_report(records, summary), encoding="utf-8")
+    """Write ``index.html`` into ``out_dir`` from the frames under ``out_dir/frames``: embedded
+    (``self-contained``) or linked (``linked``)."""
+    if mode not in REPORT_MODES:
+        raise ValueError(f"report mode {mode!r}: use one of {', '.join(REPORT_MODES)}")
+    out = Path(out_dir)
+    path = out / REPORT_FILE
+    path.write_text(
+        render_report(records, summary, out if mode == "self-contained" else None), encoding="utf-8"
+    )
     return path

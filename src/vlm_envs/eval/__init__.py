@@ -3,7 +3,8 @@
 The scripted and ``openai:`` policies need no torch; ``sglang:`` needs the ``rollout`` extra.
 """
 
-from vlm_envs.eval.policies import POLICY_KINDS, Policy, PolicyError, PolicyOptions, build_policy
+from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions
+from vlm_envs.eval.policy_kinds import POLICY_KINDS, build_policy
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.eval.runner import EvalConfig, EvalError, run_eval
 from vlm_envs.eval.summary import summarize, wilson_interval

@@ -1,9 +1,7 @@
-"""Policies ``vlm-envs eval`` can run: scripted ones, any OpenAI-compatible server, and SGLang.
+"""What a policy is (:class:`Policy`, :class:`TurnPolicy`, options, errors) and the scripted ones.
 
-``oracle`` (``env.oracle_response()``; ``solver`` and ``reference`` are other names for it) and
-``random`` (``env.random_response``) need no model. ``openai:BASE_URL`` talks to a chat server;
-``sglang:URL`` plays through
-:func:`vlm_envs.rollout.episode.run_episode`, the token-in/token-out loop training uses.
+``oracle`` (``env.oracle_response()``) and ``random`` (``env.random_response``) need no model; the
+model policies live in their own modules and :mod:`vlm_envs.eval.policy_kinds` picks one by name.
 """
 
 from __future__ import annotations
@@ -11,18 +9,12 @@ from __future__ import annotations
 import abc
 import asyncio
 import dataclasses
-import functools
 import hashlib
 import random
-from collections.abc import Callable
 from typing import Any
 
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation
-
-#: Names of the policy that plays ``env.oracle_response()``.
-ORACLE_NAMES = ("oracle", "solver", "reference")
-POLICY_KINDS = (*ORACLE_NAMES, "random", "openai:BASE_URL", "sglang:URL")
 
 
 class PolicyError(Exception):
@@ -199,31 +191,3 @@ class RandomPolicy(TurnPolicy):
 
     async def reply(self, state: EpisodeState) -> Reply:
         return Reply(state.env.random_response(state.rng))
-
-
-def build_policy(spec: str, options: PolicyOptions | None = None) -> Policy:
-    """A policy from its command-line spelling (see :data:`POLICY_KINDS`)."""
-    options = options or PolicyOptions()
-    if options.history != "full" and not spec.startswith("sglang:"):
-        raise PolicyError("--history applies to sglang:URL only (the other policies see every turn)")
-    scripted: dict[str, Callable[[], Policy]] = {
-        **{name: functools.partial(OraclePolicy, name) for name in ORACLE_NAMES},
-        "random": RandomPolicy,
-    }
-    if spec in scripted:
-        return scripted[spec]()
-    kind, sep, url = spec.partition(":")
-    if sep and url and kind in ("openai", "sglang"):
-        try:  # model policies need the rollout extra (aiohttp; sglang also torch and transformers)
-            if kind == "openai":
-                from vlm_envs.eval.openai_policy import OpenAIPolicy
-
-                return OpenAIPolicy(url, options)
-            from vlm_envs.eval.sglang_policy import SGLangPolicy
-
-            return SGLangPolicy(url, options)
-        except ImportError as err:
-            raise PolicyError(
-                f"policy {kind!r} needs the rollout extra (pip install 'vlm-envs[rollout]'): {err}"
-            ) from err
-    raise PolicyError(f"unknown policy {spec!r}; use one of: {', '.join(POLICY_KINDS)}")

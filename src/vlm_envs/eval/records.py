@@ -52,6 +52,15 @@ class EpisodeResult:
         """The turns that hold a model reply (all but turn 0)."""
         return [t for t in self.turns if t.model_text is not None]
 
+    def non_finite_metrics(self) -> dict[str, float]:
+        """The metrics some reply reported as NaN or infinite (first value per name)."""
+        found: dict[str, float] = {}
+        for turn in self.replies:
+            for name, value in turn.metrics.items():
+                if isinstance(value, float) and not math.isfinite(value):
+                    found.setdefault(name, value)
+        return found
+
     @property
     def final_metrics(self) -> dict[str, float | int | bool]:
         """The metrics of the last reply (the env reports episode-level ones there)."""

@@ -14,13 +14,15 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import sys
 import types
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
 from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock
-from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions, build_policy
+from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions
+from vlm_envs.eval.policy_kinds import build_policy
 from vlm_envs.eval.progress import Progress
 from vlm_envs.eval.records import EpisodeResult, TurnResult, json_safe, to_record
 from vlm_envs.eval.summary import summarize
@@ -57,6 +59,7 @@ class EvalConfig:
     concurrency: int = 8
     max_turns: int | None = None
     resume: bool = False
+    report: str = "self-contained"  # or "linked" (see vlm_envs.report.REPORT_MODES)
     env_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     options: PolicyOptions = dataclasses.field(default_factory=PolicyOptions)
 
@@ -209,6 +212,19 @@ async def _episode(config: EvalConfig, policy: Policy, index: int) -> EpisodeRes
         env.close()
 
 
+def _warn_non_finite(config: EvalConfig, result: EpisodeResult, index: int, warned: set[str]) -> None:
+    """Say once per metric name and eval that the env reported a non-finite value for it."""
+    for name, value in result.non_finite_metrics().items():
+        if name not in warned:
+            warned.add(name)
+            print(
+                f"vlm-envs: warning: env {config.env!r} reported metric {name!r} = {value} (episode "
+                f"{index}); non-finite values are recorded as null and left out of the summary. "
+                "Report finite numbers (this warning is printed once per metric).",
+                file=sys.stderr,
+            )
+
+
 async def _run(
     config: EvalConfig, policy: Policy, progress_stream: TextIO | None, held: contextlib.ExitStack
 ) -> None:
@@ -228,10 +244,12 @@ async def _run(
             successes = sum(bool(r.get("success")) for r in kept if r.get("episode") in done)
             progress = Progress(config.n, done=len(done), successes=successes, stream=progress_stream)
         sem = asyncio.Semaphore(config.concurrency)
+        warned: set[str] = set()
 
         async def one(index: int, sink: TextIO) -> None:
             async with sem:
                 result = await _episode(config, policy, index)
+                _warn_non_finite(config, result, index, warned)
                 record = await asyncio.to_thread(
                     to_record, result, index, config.out, {"policy": policy.name}
                 )
@@ -269,5 +287,5 @@ def run_eval(
         records = [latest[i] for i in sorted(latest)]
         summary = summarize(records, config.run_info())
         (config.out / SUMMARY).write_text(json.dumps(json_safe(summary), indent=2) + "\n")
-        write_report(config.out, records, summary)
+        write_report(config.out, records, summary, config.report)
     return summary

@@ -299,11 +299,21 @@ def build_test_engine(family: str = "qwen2_vl", seed: int = 0) -> TinyEngine:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve until terminated; prints ``READY <url>`` once listening."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--family", default="qwen2_vl", choices=["qwen2_vl", "qwen3_vl"])
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
+    parser = argparse.ArgumentParser(
+        prog="python -m vlm_envs.testing",
+        description="Serve a tiny random Qwen-VL-style model, built offline in code, on SGLang's native "
+        "/generate API (with /health and /get_model_info), so the rollout, the slime hook and "
+        "`vlm-envs eval --policy sglang:URL` run without a GPU or a download. Prints `READY <url>` "
+        "once listening and serves until terminated. Needs the rollout extra (torch, transformers).",
+        epilog="example: python -m vlm_envs.testing --port 30000, then play against "
+        "SGLangEngine('http://127.0.0.1:30000') with ChatCodec(vlm_envs.testing.build_tiny_processor()).",
+    )
+    parser.add_argument(
+        "--family", default="qwen2_vl", choices=["qwen2_vl", "qwen3_vl"], help="model and processor family"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights (default 0)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free one)")
     args = parser.parse_args(argv)
     server = SGLangTestServer(build_test_engine(args.family, args.seed), args.host, args.port)
     server.start()

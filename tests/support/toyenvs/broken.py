@@ -7,6 +7,8 @@ import random
 import time
 from typing import Any
 
+import numpy as np
+
 from toyenvs.colors import ColorsEnv
 from vlm_envs import Observation, StepInfo
 
@@ -91,3 +93,36 @@ class LosingOracle(ColorsEnv):
 
     def oracle_response(self) -> str | None:
         return "<answer>no such colour</answer>"
+
+
+class LegacyNumpySeed(ColorsEnv):
+    """Seeds numpy's legacy RandomState, which takes seeds below 2**32 only."""
+
+    def reset(self, seed: int | None = None):
+        legacy = np.random.RandomState(seed)
+        return super().reset(seed=int(legacy.randint(1 << 30)))
+
+
+class UnseededReplaysSeedZero(ColorsEnv):
+    """Plays the episode of seed 0 whenever no seed is given."""
+
+    def reset(self, seed: int | None = None):
+        return super().reset(seed=0 if seed is None else seed)
+
+
+class SlotsFromReply(ColorsEnv):
+    """Reads ``<image>`` in the model's reply as image slots (text is literal; this is the old mistake)."""
+
+    def step(self, response_text: str):
+        _, done, info = super().step(response_text)
+        text = f"You wrote: {response_text[:200]}"
+        slots = tuple(i for i in range(len(text)) if text.startswith("<image>", i))
+        return Observation(text=text, image_slots=slots), done, info
+
+
+class NanMetric(ColorsEnv):
+    """Reports a metric that is not a number on every step."""
+
+    def step(self, response_text: str):
+        obs, done, info = super().step(response_text)
+        return obs, done, info.model_copy(update={"metrics": {**info.metrics, "score": float("nan")}})

@@ -3,7 +3,7 @@
 ``build_env(sample, args, **config)`` is what slime's ``rollout_interaction_env_path`` and
 ``vlm_envs.build_env("geo3k")`` call. Config keys: ``max_turns``; ``problem``/``answer``/``images``
 (one fixed problem); ``dataset``/``split``/``limit`` (problems from a geo3k dataset, through
-:mod:`vlm_envs.data.geo3k`); ``kinds``/``image_size`` (the procedural generator, the default);
+:mod:`vlm_envs.envs.geo3k.datasets`); ``kinds``/``image_size`` (the procedural generator, the default);
 ``grade_timeout`` (seconds per answer check).
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vlm_envs.envs.geo3k.datasets import load_problems
 from vlm_envs.envs.geo3k.env import DEFAULT_MAX_TURNS, Geo3kEnv
 from vlm_envs.envs.geo3k.problems import KINDS, Geo3kProblem, generate_problem
 from vlm_envs.envs.geo3k.samples import problem_from_sample
@@ -39,8 +40,6 @@ def build_env(sample: Any = None, args: Any = None, **config: Any) -> Geo3kEnv:
     if sample is not None:
         return Geo3kEnv(problem=problem_from_sample(sample), **env_kwargs)
     if "dataset" in config:
-        from vlm_envs.data.geo3k import load_problems  # only here: datasets is an optional dependency
-
         problems = load_problems(
             config["dataset"], split=config.get("split", "train"), limit=config.get("limit")
         )

@@ -1,0 +1,50 @@
+"""The policies ``vlm-envs eval`` can run, by their command-line spelling.
+
+``oracle`` (``env.oracle_response()``; ``solver`` and ``reference`` are other names for it) and
+``random`` (``env.random_response``) need no model. ``openai:BASE_URL`` talks to a chat server and
+needs only an HTTP client (extra ``openai``); ``sglang:URL`` plays through
+:func:`vlm_envs.rollout.episode.run_episode`, the token-in/token-out loop training uses (extra
+``rollout``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from vlm_envs.eval.policies import OraclePolicy, Policy, PolicyError, PolicyOptions, RandomPolicy
+
+#: Names of the policy that plays ``env.oracle_response()``.
+ORACLE_NAMES = ("oracle", "solver", "reference")
+POLICY_KINDS = (*ORACLE_NAMES, "random", "openai:BASE_URL", "sglang:URL")
+#: The pyproject extra each model policy needs, and what it installs.
+EXTRAS = {"openai": ("openai", "aiohttp, no torch"), "sglang": ("rollout", "torch, transformers, aiohttp")}
+
+
+def build_policy(spec: str, options: PolicyOptions | None = None) -> Policy:
+    """A policy from its command-line spelling (see :data:`POLICY_KINDS`)."""
+    options = options or PolicyOptions()
+    if options.history != "full" and not spec.startswith("sglang:"):
+        raise PolicyError("--history applies to sglang:URL only (the other policies see every turn)")
+    scripted: dict[str, Callable[[], Policy]] = {
+        **{name: functools.partial(OraclePolicy, name) for name in ORACLE_NAMES},
+        "random": RandomPolicy,
+    }
+    if spec in scripted:
+        return scripted[spec]()
+    kind, sep, url = spec.partition(":")
+    if sep and url and kind in ("openai", "sglang"):
+        try:
+            if kind == "openai":
+                from vlm_envs.eval.openai_policy import OpenAIPolicy
+
+                return OpenAIPolicy(url, options)
+            from vlm_envs.eval.sglang_policy import SGLangPolicy
+
+            return SGLangPolicy(url, options)
+        except ImportError as err:
+            extra, what = EXTRAS[kind]
+            raise PolicyError(
+                f"policy {kind!r} needs the {extra} extra ({what}): pip install 'vlm-envs[{extra}]' ({err})"
+            ) from err
+    raise PolicyError(f"unknown policy {spec!r}; use one of: {', '.join(POLICY_KINDS)}")
