@@ -15,9 +15,10 @@ import torch
 
 from vlm_envs.protocol import Observation
 from vlm_envs.rollout.codec import ChatCodec, Encoded, ProcessedImage
-from vlm_envs.rollout.history import History, TurnReward
+from vlm_envs.rollout.history import History, TurnReward, turn_rewards
 from vlm_envs.rollout.images import train_inputs_of
-from vlm_envs.rollout.turns import Context, TurnSample, context_of, turn_samples
+from vlm_envs.rollout.segment import Segment
+from vlm_envs.rollout.turns import Context, TurnSample
 
 #: Marks a conversation's first message as a prompt rendered elsewhere (its content is template text).
 RENDERED_PROMPT = "rendered_prompt"
@@ -30,15 +31,6 @@ class Status(str, enum.Enum):
     TRUNCATED = "truncated"  # max_turns, the token budget, or a generated image token cut it short
     ABORTED = "aborted"  # the engine or the trainer aborted it
     FAILED = "failed"  # the env, the engine or the codec failed; see ``error``
-
-
-@dataclasses.dataclass(frozen=True)
-class Segment:
-    """A run of response tokens: generated (trainable, with log probs) or an observation (neither)."""
-
-    ids: tuple[int, ...]  # tuples of numbers leave the garbage collector's care; lists never do
-    log_probs: tuple[float, ...] | None
-    trainable: bool
 
 
 @dataclasses.dataclass
@@ -123,12 +115,52 @@ class Trajectory:
         self._train_inputs = None
 
     def turn_samples(self, reward: TurnReward = "episode", gamma: float = 1.0) -> list[TurnSample]:
-        """One training sample per turn (see :func:`vlm_envs.rollout.turns.turn_samples`)."""
-        return turn_samples(self, reward, gamma)
+        """One training sample per turn that generated tokens: its :meth:`context` as the prompt,
+        its reply as the response. Rewards: the episode's on every turn (``episode``), the
+        discounted return from the turn (``return``), or the step reward (``step``); an episode that
+        FAILED or was ABORTED gives every turn its (failure) reward."""
+        records = [r for r in self.turns if r.reply is not None]
+        if self.status in (Status.FAILED, Status.ABORTED):
+            rewards = [self.reward] * len(records)
+        else:
+            rewards = turn_rewards([r.reward for r in records], self.reward, reward, gamma)
+        return [
+            TurnSample(r.index, self.context(r.index), r.reply, value)
+            for r, value in zip(records, rewards, strict=True)
+            if r.reply.ids
+        ]
 
     def context(self, turn: int) -> Context:
-        """What the engine saw at ``turn`` (see :func:`vlm_envs.rollout.turns.context_of`)."""
-        return context_of(self, turn)
+        """What the engine saw at ``turn`` (0-based) under the history policy.
+
+        ``window:K`` (K >= 1): the prompt, then for each kept past turn its generated ids and the
+        observation delta that answered them (the template's own rendering of those messages, as the
+        full history splices them). ``window:0``: the prompt without its generation prompt and the
+        current observation rendered right after it. Consecutive contexts share the prompt (and,
+        until the window is full, everything after it).
+        """
+        prompt = self.prompt
+        if turn == 0:
+            return Context(prompt.ids, prompt.engine_ids, list(prompt.images), ())
+        if self.history.window == 0:
+            head, follow = self.head, self.turns[turn - 1].follow
+            if head is None or follow is None:
+                raise ValueError(
+                    f"turn {turn} has no window:0 context: the observation before it was not encoded"
+                )
+            return Context(
+                head.ids + follow.ids, head.engine_ids + follow.engine_ids, [*head.images, *follow.images], ()
+            )
+        kept = tuple(self.history.kept(turn))
+        ids, engine_ids, images = [prompt.ids], [prompt.engine_ids], list(prompt.images)
+        for j in kept:
+            record = self.turns[j]
+            if record.reply is None or record.delta is None:
+                raise ValueError(f"turn {turn} has no context: turn {j} left no observation")
+            ids += [record.reply.ids, record.delta.ids]
+            engine_ids += [record.reply.ids, record.delta.engine_ids]
+            images += record.delta.images
+        return Context(_join(ids), _join(engine_ids), images, kept)
 
     @property
     def prompt_ids(self) -> list[int]:
@@ -224,3 +256,7 @@ _THINK = re.compile(r"<think>.*?</think>\s*", re.DOTALL)
 
 def _without_think(codec: ChatCodec, ids: list[int]) -> str:
     return _THINK.sub("", codec.decode(ids, skip_special_tokens=False)).rstrip()
+
+
+def _join(parts: list[tuple[int, ...]]) -> tuple[int, ...]:
+    return tuple(t for part in parts for t in part)

@@ -1,28 +1,19 @@
-"""The context each turn of an episode saw, and windowed episodes' turn samples.
-
-A turn's context is the token list the engine continued: for ``window:K`` (K >= 1) the prompt and
-then, for each kept past turn, its generated ids and the observation delta that answered them (the
-template's own rendering of those messages, spliced as the full history splices them); for
-``window:0`` the prompt without its generation prompt and the current observation rendered right
-after it. Consecutive contexts share the prompt (and, until the window is full, everything after).
-"""
+"""What one turn of an episode saw (:class:`Context`) and a windowed episode's training samples
+(:class:`TurnSample`); :meth:`Trajectory.context <vlm_envs.rollout.trajectory.Trajectory.context>`
+and :meth:`~vlm_envs.rollout.trajectory.Trajectory.turn_samples` make them."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from vlm_envs.rollout.codec import ProcessedImage
-from vlm_envs.rollout.history import TurnReward, turn_rewards
 from vlm_envs.rollout.images import train_inputs_of
-
-if TYPE_CHECKING:
-    from vlm_envs.rollout.trajectory import Segment, Trajectory
+from vlm_envs.rollout.segment import Segment
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,36 +24,6 @@ class Context:
     engine_ids: tuple[int, ...]
     images: list[ProcessedImage]
     turns: tuple[int, ...]
-
-
-def context_of(traj: Trajectory, turn: int) -> Context:
-    """The context of ``turn`` (0-based) under the trajectory's history policy."""
-    history = traj.history
-    if turn == 0:
-        return Context(traj.prompt.ids, traj.prompt.engine_ids, list(traj.prompt.images), ())
-    if history.window == 0:
-        head, follow = traj.head, traj.turns[turn - 1].follow
-        if head is None or follow is None:
-            raise ValueError(
-                f"turn {turn} has no window:0 context (the observation before it was not encoded)"
-            )
-        return Context(
-            head.ids + follow.ids, head.engine_ids + follow.engine_ids, [*head.images, *follow.images], ()
-        )
-    kept = tuple(history.kept(turn))
-    ids, engine_ids, images = [traj.prompt.ids], [traj.prompt.engine_ids], list(traj.prompt.images)
-    for j in kept:
-        record = traj.turns[j]
-        if record.reply is None or record.delta is None:
-            raise ValueError(f"turn {turn} has no context: turn {j} left no observation")
-        ids += [record.reply.ids, record.delta.ids]
-        engine_ids += [record.reply.ids, record.delta.engine_ids]
-        images += record.delta.images
-    return Context(_join(ids), _join(engine_ids), images, kept)
-
-
-def _join(parts: list[tuple[int, ...]]) -> tuple[int, ...]:
-    return tuple(t for part in parts for t in part)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,19 +84,3 @@ def make_train_inputs(samples: Sequence[TurnSample]) -> None:
     for sample in samples:
         if "_train_inputs" not in sample.__dict__:
             sample.__dict__["_train_inputs"] = train_inputs_of(sample.context.images, placed)
-
-
-def turn_samples(traj: Trajectory, reward: TurnReward = "episode", gamma: float = 1.0) -> list[TurnSample]:
-    """One sample per turn that generated tokens. Rewards: the episode's on every turn, the
-    discounted return from the turn, or the step reward; an episode that FAILED or was ABORTED
-    gives every turn its (failure) reward."""
-    records = [r for r in traj.turns if r.reply is not None]
-    if traj.status.value in ("failed", "aborted"):
-        rewards = [traj.reward] * len(records)
-    else:
-        rewards = turn_rewards([r.reward for r in records], traj.reward, reward, gamma)
-    return [
-        TurnSample(r.index, context_of(traj, r.index), r.reply, value)
-        for r, value in zip(records, rewards, strict=True)
-        if r.reply.ids
-    ]
