@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -22,6 +21,7 @@ from vlm_envs.envs.chart_calc.calc import MAX_EXPRESSION_CHARS, CalcError, evalu
 from vlm_envs.envs.chart_calc.config import ChartCalcConfig
 from vlm_envs.envs.chart_calc.generator import ChartTable, Question, generate_question, generate_table
 from vlm_envs.envs.chart_calc.renderer import render_chart
+from vlm_envs.envs.config import episode_seed, overridden
 from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
 from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
 from vlm_envs.verify import extract_boxed, grade
@@ -68,8 +68,7 @@ class ChartCalcEnv(Env):
     description: ClassVar[str] = "Charts with exact value labels, arithmetic questions and a calc tool"
 
     def __init__(self, config: ChartCalcConfig | None = None, **overrides: Any):
-        base = config.model_dump() if config is not None else {}
-        self.base_config = ChartCalcConfig(**{**base, **overrides})
+        self.base_config = overridden(config if config is not None else ChartCalcConfig(), overrides)
         self.config = self.base_config
         self._ep: _Episode | None = None
 
@@ -80,9 +79,8 @@ class ChartCalcEnv(Env):
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """A new chart and question from ``seed``; ``options`` override config fields for this episode."""
-        base = self.base_config
-        self.config = ChartCalcConfig(**{**base.model_dump(), **options}) if options else base
-        seed = secrets.randbits(63) if seed is None else seed
+        self.config = overridden(self.base_config, options)
+        seed = episode_seed(seed)
         rng = np.random.default_rng([seed, 0xC4A7])
         table = generate_table(self.config, rng)
         question = generate_question(table, self.config, rng)

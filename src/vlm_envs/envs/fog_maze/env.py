@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import secrets
 from collections.abc import Mapping
 from typing import Any
 
 from PIL import Image
 
+from vlm_envs.envs.config import episode_seed, overridden
 from vlm_envs.envs.fog_maze.actions import ACTION_NAMES, format_actions, parse_actions
 from vlm_envs.envs.fog_maze.config import FogMazeConfig
 from vlm_envs.envs.fog_maze.maze import Cell, Maze, apply_action, generate_maze, layout_ascii
@@ -51,9 +51,7 @@ class FogMazeEnv(Env):
     """FogMaze: reach the goal of a maze seen only nearby (local cells or a first-person corridor view)."""
 
     def __init__(self, config: FogMazeConfig | None = None, **overrides: Any):
-        if config is not None and overrides:
-            config = FogMazeConfig(**{**config.model_dump(exclude_unset=True), **overrides})
-        self.base_config = config if config is not None else FogMazeConfig(**overrides)
+        self.base_config = overridden(config if config is not None else FogMazeConfig(), overrides)
         self.config = self.base_config
         self._ep: _Episode | None = None
 
@@ -61,10 +59,9 @@ class FogMazeEnv(Env):
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """A new maze drawn from the seed; ``options`` override config fields for this episode."""
-        base = self.base_config
-        self.config = FogMazeConfig(**{**base.model_dump(exclude_unset=True), **options}) if options else base
+        self.config = overridden(self.base_config, options)
         cfg = self.config
-        seed = secrets.randbits(63) if seed is None else seed
+        seed = episode_seed(seed)
         maze = generate_maze(cfg.size[0], cfg.size[1], cfg.loop_fraction, cfg.min_distance, seed)
         optimal = len(shortest_actions(maze.walls, maze.start, maze.heading, maze.goal, cfg.view))
         self._ep = _Episode(maze, maze.start, maze.heading, optimal, visited={maze.start}, seen=set())

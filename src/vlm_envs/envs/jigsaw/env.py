@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import secrets
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from vlm_envs.envs.config import episode_seed, overridden
 from vlm_envs.envs.jigsaw.actions import format_swaps, parse_swaps
 from vlm_envs.envs.jigsaw.board import Board, in_place, optimal_swaps, oracle_swaps, shuffled, swap
 from vlm_envs.envs.jigsaw.config import JigsawConfig
@@ -42,9 +42,7 @@ class JigsawEnv(Env):
     """Jigsaw: swap the shuffled tiles of a picture back into place (drawn or the user's own images)."""
 
     def __init__(self, config: JigsawConfig | None = None, **overrides: Any):
-        if config is not None and overrides:
-            config = JigsawConfig(**{**config.model_dump(exclude_unset=True), **overrides})
-        self.base_config = config if config is not None else JigsawConfig(**overrides)
+        self.base_config = overridden(config if config is not None else JigsawConfig(), overrides)
         self.config = self.base_config
         if self.config.image_dir is not None:
             image_files(self.config.image_dir)  # a missing or empty folder is a config error, raised here
@@ -54,10 +52,9 @@ class JigsawEnv(Env):
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """A picture and a shuffle drawn from the seed; ``options`` override config fields once."""
-        base = self.base_config
-        self.config = JigsawConfig(**{**base.model_dump(exclude_unset=True), **options}) if options else base
+        self.config = overridden(self.base_config, options)
         cfg = self.config
-        seed = secrets.randbits(63) if seed is None else seed
+        seed = episode_seed(seed)
         rng = np.random.default_rng([seed, 0x1165A])
         side = cfg.image_size - cfg.image_size % cfg.n
         info: dict[str, Any] = {"seed": seed}

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import random
-import secrets
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from vlm_envs.envs.config import episode_seed, overridden
 from vlm_envs.envs.mental_rotation.actions import MIRROR_WORDS, parse_turns, parse_word
 from vlm_envs.envs.mental_rotation.config import MentalRotationConfig
 from vlm_envs.envs.mental_rotation.render import radius_of, render
@@ -62,9 +62,7 @@ class MentalRotationEnv(Env):
     """MentalRotation: turn a polycube to match a target view (or tell it from its mirror image)."""
 
     def __init__(self, config: MentalRotationConfig | None = None, **overrides: Any):
-        if config is not None and overrides:
-            config = MentalRotationConfig(**{**config.model_dump(exclude_unset=True), **overrides})
-        self.base_config = config if config is not None else MentalRotationConfig(**overrides)
+        self.base_config = overridden(config if config is not None else MentalRotationConfig(), overrides)
         self.config = self.base_config
         self._ep: _Episode | None = None
 
@@ -72,12 +70,9 @@ class MentalRotationEnv(Env):
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """A shape and orientations drawn from the seed; ``options`` override config fields once."""
-        base = self.base_config
-        self.config = (
-            MentalRotationConfig(**{**base.model_dump(exclude_unset=True), **options}) if options else base
-        )
+        self.config = overridden(self.base_config, options)
         cfg = self.config
-        seed = secrets.randbits(63) if seed is None else seed
+        seed = episode_seed(seed)
         rng = np.random.default_rng([seed, 0x3D507])
         mirror = cfg.mode == "mirror"
         while True:

@@ -19,11 +19,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import random
-import secrets
 from typing import Any
 
 from PIL import Image
 
+from vlm_envs.envs.config import episode_seed, overridden
 from vlm_envs.envs.sokoban.actions import format_answer, parse_answer
 from vlm_envs.envs.sokoban.board import (
     LEGEND,
@@ -80,10 +80,8 @@ class SokobanEnv(Env):
     """Sokoban: push every box onto a target; solvable levels of chosen difficulty, image and/or text."""
 
     def __init__(self, config: SokobanConfig | None = None, **overrides: Any):
-        if config is not None and overrides:
-            config = SokobanConfig(**{**config.model_dump(exclude_unset=True), **overrides})
         #: The env's own config; ``config`` is the running episode's (``reset`` options may change it).
-        self.base_config = config if config is not None else SokobanConfig(**overrides)
+        self.base_config = overridden(config if config is not None else SokobanConfig(), overrides)
         self.config = self.base_config
         self._given = self.config.given_level()
         self._ep: _Episode | None = None
@@ -99,14 +97,11 @@ class SokobanEnv(Env):
         ``options`` override config fields for this episode only: a ``level`` to play, or a
         difficulty (``grid_size``, ``num_boxes``, ``min_moves``, ``max_moves``, ...).
         """
-        if options:
-            self.config = SokobanConfig(**{**self.base_config.model_dump(exclude_unset=True), **options})
-            self._given = self.config.given_level()
-        elif self.config is not self.base_config:
-            self.config, self._given = self.base_config, self.base_config.given_level()
+        config = overridden(self.base_config, options)
+        if config is not self.config:
+            self.config, self._given = config, config.given_level()
         cfg = self.config
-        if seed is None:
-            seed = cfg.rng_seed if cfg.rng_seed is not None else secrets.randbits(63)
+        seed = episode_seed(cfg.rng_seed if seed is None else seed)
         info: dict[str, Any] = {"seed": seed}
         if self._given is not None:
             layout, start = self._given

@@ -13,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
-import secrets
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 from PIL import Image
 
+from vlm_envs.envs.config import episode_seed, overridden
 from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
 from vlm_envs.envs.zoom_search import renderer
 from vlm_envs.envs.zoom_search.config import MIN_ZOOM_PX, ZoomSearchConfig
@@ -56,8 +56,7 @@ class ZoomSearchEnv(Env):
     description: ClassVar[str] = "Find an object on a large canvas and read its tiny code with a zoom tool"
 
     def __init__(self, config: ZoomSearchConfig | None = None, **overrides: Any):
-        base = config.model_dump() if config is not None else {}
-        self.base_config = ZoomSearchConfig(**{**base, **overrides})
+        self.base_config = overridden(config if config is not None else ZoomSearchConfig(), overrides)
         self.config = self.base_config
         self._ep: _Episode | None = None
 
@@ -106,9 +105,8 @@ class ZoomSearchEnv(Env):
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """A new scene from ``seed``; ``options`` override config fields for this episode."""
-        base = self.base_config
-        self.config = ZoomSearchConfig(**{**base.model_dump(), **options}) if options else base
-        seed = secrets.randbits(63) if seed is None else seed
+        self.config = overridden(self.base_config, options)
+        seed = episode_seed(seed)
         scene = generate_scene(self.config, np.random.default_rng([seed, 0x200A]))
         canvas = renderer.draw_canvas(scene, self.config)
         view = renderer.draw_view(canvas, scene, self.config)
