@@ -12,6 +12,7 @@ whose prompt exceeds ``rollout.prompt_length``.
 from __future__ import annotations
 
 import dataclasses
+import shlex
 import types
 from pathlib import Path
 from typing import Any, Literal
@@ -122,7 +123,7 @@ class VerlFiles:
             f"actor_rollout_ref.rollout.multi_turn.max_assistant_turns={self.max_turns}",
             f"actor_rollout_ref.rollout.agent.default_agent_loop={AGENT_NAME}",
             f"actor_rollout_ref.rollout.agent.agent_loop_config_path={self.yaml}",
-            "trainer.logger=[\"console\"]",
+            'trainer.logger=["console"]',
             "trainer.project_name=vlm-envs",
             f"trainer.experiment_name={self.env}-{self.backend}",
             "trainer.n_gpus_per_node=8",
@@ -133,7 +134,8 @@ class VerlFiles:
 
     def command(self) -> str:
         """The launch command with every override, one per line."""
-        lines = [f"python3 -m verl.trainer.main_ppo --config-name {self.config_name}", *self.overrides()]
+        launch = f"python3 -m verl.trainer.main_ppo --config-name {self.config_name}"
+        lines = [launch, *(shlex.quote(o) for o in self.overrides())]
         return " \\\n  ".join(lines)
 
 
