@@ -27,21 +27,21 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the stand-ins
 
-from slime.rollout.sglang_rollout import GenerateState  # noqa: E402  (tests/support/slime)
-from slime.utils.types import Sample  # noqa: E402
-from verl.experimental.agent_loop import agent_loop  # noqa: E402
-from verl.experimental.agent_loop.agent_loop import DictConfigWrap  # noqa: E402
-from verl_support import ScriptedServerManager, agent_loop_worker, no_rollout_trace, verl_config  # noqa: E402
+from slime.rollout.sglang_rollout import GenerateState
+from slime.utils.types import Sample
+from verl.experimental.agent_loop import agent_loop
+from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+from verl_support import ScriptedServerManager, agent_loop_worker, no_rollout_trace, verl_config
 
-from vlm_envs.rollout import slime as hook  # noqa: E402
-from vlm_envs.rollout.codec import ChatCodec  # noqa: E402
-from vlm_envs.rollout.verl import VlmEnvsAgentLoop  # noqa: E402
-from vlm_envs.testing import ScriptedEngine  # noqa: E402
+from vlm_envs.rollout import slime as hook
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.verl import VlmEnvsAgentLoop
+from vlm_envs.testing import ScriptedEngine
 
 SOKOBAN = {"grid_size": [6, 6], "num_boxes": 1}
 PROMPT_LENGTH, RESPONSE_LENGTH = 2048, 4096
 SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1}
-URL_HOST, URL_PORT = "127.0.0.1", 1  # never contacted: the hook's engine for this URL is the scripted one
+URL_HOST, URL_PORT = "127.0.0.1", 1  # never contacted (see Paths)
 
 
 def answers(codec: ChatCodec) -> list[list[int]]:
@@ -67,7 +67,8 @@ class Paths:
         )
         processor = GenerateState(self.args).processor
         script = answers(ChatCodec(processor))
-        hook._runtime.engines[f"http://{URL_HOST}:{URL_PORT}"] = ScriptedEngine(script)
+        scripted = ScriptedEngine(script)
+        hook._runtime.engine = lambda url, settings: scripted  # the hook's engine: the scripted one
         self.config = verl_config(
             [f"data.max_prompt_length={PROMPT_LENGTH}", f"data.max_response_length={RESPONSE_LENGTH}"]
         )
@@ -124,7 +125,7 @@ async def main_async(args: argparse.Namespace) -> list[str]:
             results[name].append(await measure(play, seeds))
     lines = [
         f"Sokoban {SOKOBAN['grid_size'][0]}x{SOKOBAN['grid_size'][1]}, image observations, {args.max_turns} "
-        f"turns, {args.episodes} episodes x {args.repeats} repeats (best repeat), scripted engine, tiny Qwen2-VL",
+        f"turns, {args.episodes} episodes x {args.repeats} repeats (best), scripted engine, tiny Qwen2-VL",
         f"{'caller':<40} {'CPU ms / episode':>17} {'CPU ms / turn':>14}",
     ]
     for name, runs in results.items():

@@ -12,11 +12,11 @@ pytest.importorskip(
     reason="verl is not installed (pip install 'vlm-envs[verl]'; verl requires transformers<5.11)",
 )
 
-from hydra.errors import ConfigCompositionException  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
-from verl_support import verl_config  # noqa: E402
+from hydra.errors import ConfigCompositionException
+from omegaconf import OmegaConf
+from verl_support import verl_config
 
-from vlm_envs.cli import main  # noqa: E402
+from vlm_envs.cli import main
 
 
 def printed_run(capsys) -> tuple[str, list[str]]:

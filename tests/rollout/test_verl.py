@@ -18,12 +18,12 @@ pytest.importorskip(
     reason="verl is not installed (pip install 'vlm-envs[verl]'; verl requires transformers<5.11)",
 )
 
-import torch  # noqa: E402
-from omegaconf import OmegaConf  # noqa: E402
-from verl.experimental.agent_loop import agent_loop  # noqa: E402
-from verl.experimental.agent_loop.agent_loop import DictConfigWrap  # noqa: E402
-from verl.utils.dataset.rl_dataset import RLHFDataset  # noqa: E402
-from verl_support import (  # noqa: E402
+import torch
+from omegaconf import OmegaConf
+from verl.experimental.agent_loop import agent_loop
+from verl.experimental.agent_loop.agent_loop import DictConfigWrap
+from verl.utils.dataset.rl_dataset import RLHFDataset
+from verl_support import (
     RaisingServerManager,
     ScriptedServerManager,
     agent_loop_worker,
@@ -31,13 +31,13 @@ from verl_support import (  # noqa: E402
     verl_config,
 )
 
-from vlm_envs import build_env  # noqa: E402
-from vlm_envs.eval import verl_dataset  # noqa: E402
-from vlm_envs.eval.datasets import make_dataset  # noqa: E402
-from vlm_envs.rollout import verl as loop_module  # noqa: E402
-from vlm_envs.rollout.codec import ChatCodec  # noqa: E402
-from vlm_envs.rollout.episode import EpisodeConfig, run_episode  # noqa: E402
-from vlm_envs.testing import ScriptedEngine, build_tiny_processor  # noqa: E402
+from vlm_envs import build_env
+from vlm_envs.eval import verl_dataset
+from vlm_envs.eval.datasets import make_dataset
+from vlm_envs.rollout import verl as loop_module
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 
 SOKOBAN = {"grid_size": [5, 5], "num_boxes": 1, "cell_size": 16}
 PROMPT_LENGTH, RESPONSE_LENGTH, MAX_TURNS = 1024, 768, 4
