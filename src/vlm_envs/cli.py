@@ -156,21 +156,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_make_dataset(args: argparse.Namespace) -> int:
-    """Write slime-ready parquet rows and the matching YAML."""
+    """Write slime- or verl-ready parquet rows, the matching YAML, and how to launch a run."""
     from vlm_envs.eval.datasets import make_dataset
     from vlm_envs.eval.runner import one_line
 
     out = Path(args.out)
     if out.is_dir():
         raise UsageError(f"--out {str(out)!r} is a folder; give a file name such as train.parquet")
+    if args.backend is not None and args.trainer != "verl":
+        raise UsageError("--backend picks verl's trainer: give it with --trainer verl")
     try:
-        files = make_dataset(args.env, args.n, out, args.seed, args.max_turns, _env_config(args.config))
+        files = make_dataset(
+            args.env,
+            args.n,
+            out,
+            args.seed,
+            args.max_turns,
+            _env_config(args.config),
+            trainer=args.trainer,
+            backend=args.backend or "fsdp",
+        )
     except (UnknownEnvError, EnvLoadError) as err:
         raise UsageError(str(err)) from err
     except ModuleNotFoundError as err:
         raise UsageError(f"make-dataset needs the data extra (pip install 'vlm-envs[data]'): {err}") from err
     except (TypeError, ValueError) as err:
         raise UsageError(f"make-dataset {args.env!r}: {one_line(err)}") from err
+    if args.trainer == "verl":
+        print(f"wrote {files.rows} rows to {files.parquet} and the agent-loop YAML to {files.yaml}")
+        print(f"verl ({files.backend}) run:\n  " + files.command())
+        return 0
     print(f"wrote {files.rows} rows to {files.parquet} and the slime YAML to {files.yaml}")
     print("slime flags:\n  " + files.slime_flags())
     return 0
@@ -251,10 +266,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_eval)
 
-    ds = sub.add_parser("make-dataset", help="parquet rows for slime --prompt-data, and the matching YAML")
+    ds = sub.add_parser(
+        "make-dataset", help="parquet rows for slime --prompt-data (or verl), and the matching YAML"
+    )
     env_options(ds)
     ds.add_argument("-n", type=int, required=True, help="number of rows")
     ds.add_argument("--out", required=True, help="parquet file to write (the YAML goes next to it)")
+    ds.add_argument(
+        "--trainer", choices=("slime", "verl"), default="slime", help="whose layout (default slime)"
+    )
+    ds.add_argument(
+        "--backend", choices=("fsdp", "megatron"), help="with --trainer verl: verl's trainer (default fsdp)"
+    )
     ds.set_defaults(func=cmd_make_dataset)
     return parser
 

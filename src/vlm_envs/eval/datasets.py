@@ -1,4 +1,5 @@
-"""``vlm-envs make-dataset``: parquet rows for slime's ``--prompt-data`` and the matching YAML.
+"""``vlm-envs make-dataset``: parquet rows for slime's ``--prompt-data`` and the matching YAML
+(``--trainer verl``: verl's layout, see :mod:`vlm_envs.eval.verl_dataset`).
 
 Geo3k rows come from :mod:`vlm_envs.data.geo3k` (procedural problems, the answer as label). Any
 other env gets one row per seed: its first observation as the prompt, its images, and metadata
@@ -13,13 +14,18 @@ import io
 import json
 import types
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vlm_envs.registry import build_env, get_spec
 
+if TYPE_CHECKING:
+    from vlm_envs.eval.verl_dataset import VerlFiles
+
 PROMPT_KEY, IMAGES_KEY, LABEL_KEY, METADATA_KEY = "problem", "images", "answer", "metadata"
-#: The slime hook's turn cap when the YAML gives none.
+#: The hooks' turn cap when neither the row nor the trainer's config gives one
+#: (vlm_envs.rollout.record.DEFAULT_MAX_TURNS; repeated here, where torch is not imported).
 DEFAULT_MAX_TURNS = 8
+TRAINERS = ("slime", "verl")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,7 +49,8 @@ class DatasetFiles:
         )
 
 
-def _png(image: Any) -> bytes:
+def png_bytes(image: Any) -> bytes:
+    """An image as PNG bytes (RGB), as parquet image columns hold it."""
     buf = io.BytesIO()
     image.convert("RGB").save(buf, format="PNG")
     return buf.getvalue()
@@ -65,7 +72,7 @@ def env_rows(
             rows.append(
                 {
                     PROMPT_KEY: obs.to_dict()["obs_str"],
-                    IMAGES_KEY: [{"bytes": _png(im), "path": None} for im in obs.images],
+                    IMAGES_KEY: [{"bytes": png_bytes(im), "path": None} for im in obs.images],
                     LABEL_KEY: "",
                     METADATA_KEY: metadata,
                 }
@@ -99,10 +106,19 @@ def make_dataset(
     seed: int = 0,
     max_turns: int | None = None,
     env_config: dict[str, Any] | None = None,
-) -> DatasetFiles:
-    """Write ``n`` rows to ``out`` (parquet) and the slime YAML next to it (same name, ``.yaml``)."""
+    trainer: str = "slime",
+    backend: str = "fsdp",
+) -> DatasetFiles | VerlFiles:
+    """Write ``n`` rows to ``out`` (parquet) and the trainer's YAML next to it.
+
+    For slime (the default) the YAML is ``--custom-config-path``'s (same name, ``.yaml``); for verl
+    it is the agent-loop YAML (see :mod:`vlm_envs.eval.verl_dataset`), and ``backend`` picks verl's
+    FSDP or Megatron trainer for the printed overrides.
+    """
     if n < 1:
         raise ValueError(f"-n must be at least 1, got {n}")
+    if trainer not in TRAINERS:
+        raise ValueError(f"--trainer must be one of {TRAINERS}, got {trainer!r}")
     env_config = dict(env_config or {})
     spec = get_spec(env_name)
     path = Path(out)
@@ -110,6 +126,10 @@ def make_dataset(
     import datasets  # the data extra
 
     datasets.disable_progress_bars()  # the command prints its own line
+    if trainer == "verl":
+        from vlm_envs.eval.verl_dataset import make_verl_dataset
+
+        return make_verl_dataset(env_name, n, path, seed, max_turns, env_config, backend)  # type: ignore[arg-type]
     if spec.name == "geo3k" and not env_config:
         from vlm_envs.data.geo3k import generated_problems, write_slime_parquet
 

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout import contract
@@ -29,6 +29,7 @@ from vlm_envs.rollout.engines import (
     EngineContractError,
     EngineError,
     EngineOutput,
+    ImageInput,
     PermanentEngineError,
     ReplyContract,
     engine_name,
@@ -59,6 +60,9 @@ class EpisodeConfig:
     max_new_tokens: int = 1024
     #: Send one unexpanded image token per image to the engine (builds that expand images themselves).
     engine_placeholders: bool = False
+    #: How images reach the engine: ``"data_uri"`` (PNG data URIs, for HTTP engines) or ``"pil"``
+    #: (the resized PIL images themselves, for in-process engines such as verl's server manager).
+    engine_images: Literal["data_uri", "pil"] = "data_uri"
     #: Compare the finished tokens with the template's rendering (cost grows with the episode).
     check_template: bool = False
     #: Reward of an episode that FAILED or was ABORTED.
@@ -120,7 +124,7 @@ class _Observed:
     message: dict[str, Any] = dataclasses.field(default_factory=dict)
     delta: Encoded | None = None
     follow: Encoded | None = None  # the observation after the task (window:0 contexts)
-    uris: list[str] = dataclasses.field(default_factory=list)
+    uris: list[ImageInput] = dataclasses.field(default_factory=list)
     encode_s: float = 0.0
 
 
@@ -152,8 +156,8 @@ class _Episode:
         self.space = codec.token_space
         self.history = config.history
         self.engine_ids = array.array("q")  # grows every turn; an array is invisible to the collector
-        self.image_uris: list[str] = []
-        self.uri_by_key: dict[str, str] = {}  # windowed contexts pick their images' payloads here
+        self.image_uris: list[ImageInput] = []
+        self.uri_by_key: dict[str, ImageInput] = {}  # windowed contexts pick their images' payloads here
         self.length = 0  # prompt + response tokens so far
         self.traj: Trajectory | None = None
 
@@ -178,16 +182,24 @@ class _Episode:
             left.append(self.config.max_response_tokens - used)
         return min(left)
 
-    def _encode(self, fn: Callable[[], Encoded]) -> tuple[Encoded, list[str]]:
+    def _payloads(self, images: Sequence[ProcessedImage]) -> list[ImageInput]:
+        """The engine's form of ``images`` (see ``EpisodeConfig.engine_images``)."""
+        if self.config.engine_images == "pil":
+            return [p.image for p in images]
+        return [image_data_uri(p.image, p.key) for p in images]
+
+    def _encode(self, fn: Callable[[], Encoded]) -> tuple[Encoded, list[ImageInput]]:
         """Run an encoding and make the engine payloads of its images (one hop off the loop)."""
         encoded = fn()
-        return encoded, [image_data_uri(p.image, p.key) for p in encoded.images]
+        return encoded, self._payloads(encoded.images)
 
-    def _encode_fallback(self, fallback: FallbackPrompt) -> tuple[Encoded, list[str], list[dict[str, Any]]]:
+    def _encode_fallback(
+        self, fallback: FallbackPrompt
+    ) -> tuple[Encoded, list[ImageInput], list[dict[str, Any]]]:
         encoded, messages = fallback.encode(self.codec)
-        return encoded, [image_data_uri(p.image, p.key) for p in encoded.images], messages
+        return encoded, self._payloads(encoded.images), messages
 
-    def _add_images(self, images: Sequence[ProcessedImage], uris: list[str]) -> None:
+    def _add_images(self, images: Sequence[ProcessedImage], uris: list[ImageInput]) -> None:
         self.traj.images += images
         self.image_uris += uris
         if not self.history.full:

@@ -46,12 +46,12 @@ from vlm_envs.rollout.engines import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOU
 from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor, run_episode
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.prompt import FallbackPrompt
+from vlm_envs.rollout.record import DEFAULT_MAX_TURNS, RECORD_KEY, RowSpec, episode_record
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample, make_train_inputs
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 
-METADATA_KEY = "vlm_envs"
-DEFAULT_MAX_TURNS = 8
+METADATA_KEY = RECORD_KEY
 HOW_TO_NAME_AN_ENV = (
     "no env for this sample: give dataset rows metadata['env'] (e.g. 'sokoban'), or put "
     "'rollout_interaction_env_path: vlm_envs.envs.sokoban' in the YAML passed to --custom-config-path "
@@ -112,13 +112,13 @@ class HookConfig:
 
 def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> HookConfig:
     """Read the env, turn cap and budgets once, from the sample first and then slime's args."""
-    metadata = sample.metadata if isinstance(getattr(sample, "metadata", None), dict) else {}
-    env = metadata.get("env") or getattr(args, "rollout_interaction_env_path", None)
+    row = RowSpec.of(getattr(sample, "metadata", None))
+    env = row.env or getattr(args, "rollout_interaction_env_path", None)
     if not env:
         raise ValueError(HOW_TO_NAME_AN_ENV)
-    max_turns = metadata.get("max_turns") or getattr(args, "max_turns", None) or DEFAULT_MAX_TURNS
+    max_turns = row.max_turns or getattr(args, "max_turns", None) or DEFAULT_MAX_TURNS
     max_new = sampling_params.get("max_new_tokens") or getattr(args, "rollout_max_response_len", None)
-    seed = metadata.get("seed", getattr(sample, "group_index", None))
+    seed = row.seed if row.seed is not None else getattr(sample, "group_index", None)
     episode = EpisodeConfig(
         max_turns=int(max_turns),
         max_context_tokens=getattr(args, "rollout_max_context_len", None),
@@ -246,7 +246,7 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
                 fallback_prompt=fallback_prompt,
             )
             await asyncio.get_running_loop().run_in_executor(rollout_executor(), traj.train_inputs)
-        record.update(_summary(traj))
+        record.update(episode_record(traj, trainer="slime"))
         turns = traj.turn_samples(config.turn_reward, config.gamma) if not traj.history.full else []
         if turns:
             return await _fan_out(args, sample, traj, turns, codec, config)
@@ -372,37 +372,3 @@ def _fill_sample(
     sample.status = sample.Status[traj.status.name]
     if reward is not None and traj.reward_from_env:  # otherwise slime's own reward model sets it
         sample.reward = reward
-
-
-def _summary(traj: Trajectory) -> dict[str, Any]:
-    """What goes into ``sample.metadata["vlm_envs"]``: JSON-friendly, no images or tensors."""
-    last_metrics = traj.turns[-1].metrics if traj.turns else {}
-    return {
-        "status": traj.status.value,
-        "error": traj.error,
-        "reward": traj.reward if traj.reward_from_env else None,
-        # "slime": the env has no episode reward; slime's --custom-rm-path / --rm-type computes it
-        "reward_source": "env" if traj.reward_from_env else "slime",
-        "prompt_source": traj.prompt_source,
-        "history": str(traj.history),
-        "num_turns": len(traj.turns),
-        "metrics": dict(last_metrics),
-        "reward_breakdown": {
-            "episode_reward": traj.reward if traj.reward_from_env else None,
-            "step_rewards": [t.reward for t in traj.turns],
-        },
-        "turns": [
-            {
-                "finish_reason": t.finish_reason,
-                "generated_tokens": t.generated_tokens,
-                "observation_tokens": t.observation_tokens,
-                "reward": t.reward,
-                "done": t.done,
-                "metrics": dict(t.metrics),
-                "timings": dict(t.timings),
-            }
-            for t in traj.turns
-        ],
-        "template_check": None if traj.template_check is None else traj.template_check.ok,
-        "reset_info": {k: v for k, v in traj.reset_info.items() if isinstance(v, str | int | float | bool)},
-    }

@@ -1,0 +1,80 @@
+"""What every trainer hook reads from a dataset row and writes back about its episode.
+
+A row names its episode in a metadata mapping (slime's ``sample.metadata``, verl's ``extra_info``):
+``env``, ``seed``, ``max_turns`` and ``env_config``; :class:`RowSpec` reads the first three (the
+env builder reads ``env_config`` itself). :func:`episode_record` is the JSON-friendly record of a
+finished episode that the hooks hand back under :data:`RECORD_KEY` (slime's
+``sample.metadata["vlm_envs"]``, verl's ``extra_fields["vlm_envs"]``). Trainer-neutral: this module
+knows no trainer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from vlm_envs.rollout.trajectory import Trajectory
+
+#: Where the hooks put :func:`episode_record` (slime: ``sample.metadata``; verl: ``extra_fields``).
+RECORD_KEY = "vlm_envs"
+#: The turn cap when neither the row nor the trainer's config gives one.
+DEFAULT_MAX_TURNS = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class RowSpec:
+    """The episode a dataset row names: env, seed and turn cap (each ``None`` where it says none)."""
+
+    env: str | None = None
+    seed: int | None = None
+    max_turns: int | None = None
+
+    @classmethod
+    def of(cls, metadata: Any) -> RowSpec:
+        """Read a row's metadata mapping (anything else names nothing)."""
+        if not isinstance(metadata, Mapping):
+            return cls()
+        env, seed, max_turns = metadata.get("env"), metadata.get("seed"), metadata.get("max_turns")
+        return cls(
+            env=str(env) if env else None,
+            seed=None if seed is None else int(seed),
+            max_turns=int(max_turns) if max_turns else None,
+        )
+
+
+def episode_record(traj: Trajectory, trainer: str) -> dict[str, Any]:
+    """The record of a finished episode: JSON-friendly, no images or tensors.
+
+    ``trainer`` names who scores an episode whose env has no episode reward (``reward_source``).
+    """
+    last_metrics = traj.turns[-1].metrics if traj.turns else {}
+    return {
+        "status": traj.status.value,
+        "error": traj.error,
+        "reward": traj.reward if traj.reward_from_env else None,
+        # the trainer's own reward model scores an env without an episode reward
+        "reward_source": "env" if traj.reward_from_env else trainer,
+        "prompt_source": traj.prompt_source,
+        "history": str(traj.history),
+        "num_turns": len(traj.turns),
+        "metrics": dict(last_metrics),
+        "reward_breakdown": {
+            "episode_reward": traj.reward if traj.reward_from_env else None,
+            "step_rewards": [t.reward for t in traj.turns],
+        },
+        "turns": [
+            {
+                "finish_reason": t.finish_reason,
+                "generated_tokens": t.generated_tokens,
+                "observation_tokens": t.observation_tokens,
+                "reward": t.reward,
+                "done": t.done,
+                "metrics": dict(t.metrics),
+                "timings": dict(t.timings),
+            }
+            for t in traj.turns
+        ],
+        "template_check": None if traj.template_check is None else traj.template_check.ok,
+        "reset_info": {k: v for k, v in traj.reset_info.items() if isinstance(v, str | int | float | bool)},
+    }
