@@ -265,3 +265,29 @@ def test_slime_shaped_env_plays_from_the_row_prompt(config, processors):
     assert record["prompt_source"] == "sample", record
     assert "What is 2 + 2?" in codec.decode(out.prompt_ids)
     assert_consistent(out, codec)
+
+
+def test_a_windowed_row_gives_one_output_per_turn_that_verl_reads(config, processors):
+    processor = processors["qwen2_vl"]
+    codec = ChatCodec(processor)
+    server = ScriptedServerManager(ScriptedEngine(moves(codec)))
+    extra = {
+        "env": "sokoban",
+        "seed": 7,
+        "env_config": SOKOBAN,
+        "max_turns": MAX_TURNS,
+        "history": "window:1",
+    }
+    outs = run_loop(config, processor, server, extra_info=extra, raw_prompt=[])
+    assert isinstance(outs, list) and len(outs) == MAX_TURNS
+    assert [o.extra_fields["vlm_envs"]["turn"] for o in outs] == list(range(MAX_TURNS))
+    assert [r["prompt_ids"] for r in server.requests] == [o.prompt_ids for o in outs]  # what the engine saw
+    worker = agent_loop_worker(config, server, processor)
+    for out in outs:
+        assert_consistent(out, codec)
+        assert out.response_mask == [1] * len(out.response_ids)
+        input_ids = torch.tensor([[*out.prompt_ids, *out.response_ids]])
+        inputs = worker._compute_multi_modal_inputs(out, input_ids)
+        counts = [math.prod(g) // 4 for g in inputs["image_grid_thw"].tolist()]
+        assert counts == pad_runs(input_ids[0].tolist(), codec.image_token_id)
+    assert [len(o.multi_modal_data["images"]) for o in outs] == [1, 2, 2, 2]

@@ -44,9 +44,11 @@ from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, Encoded
 from vlm_envs.rollout.engines import EngineOutput, FinishReason, ImageInput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import DEFAULT_MAX_TURNS, RECORD_KEY, RowSpec, episode_record
 from vlm_envs.rollout.trajectory import Status, Trajectory
+from vlm_envs.rollout.turns import TurnSample
 
 #: The ``agent_name`` of our rows, and the loop's import path for verl's agent-loop YAML.
 AGENT_NAME = "vlm_envs"
@@ -67,6 +69,9 @@ class LoopConfig:
     episode: EpisodeConfig
     #: verl pads every prompt to ``rollout.prompt_length``; a longer one cannot go into the batch.
     prompt_length: int
+    #: A windowed history makes one output per turn (verl's V1 trainer takes a list per row).
+    turn_reward: TurnReward = "episode"
+    gamma: float = 1.0
 
 
 def resolve_config(rollout: Any, extra_info: Any) -> LoopConfig:
@@ -91,9 +96,18 @@ def resolve_config(rollout: Any, extra_info: Any) -> LoopConfig:
         max_response_tokens=response_length,
         max_new_tokens=response_length,
         engine_images="pil",  # verl hands images to vLLM / SGLang in process, as PIL images
+        history=History.parse(extra_info.get("history")),
+    )
+    turn_reward, gamma = check_turn_reward(
+        extra_info.get("turn_reward") or "episode", extra_info.get("gamma") or 1.0
     )
     return LoopConfig(
-        env=row.env, seed=row.seed, episode=episode, prompt_length=int(rollout.get("prompt_length"))
+        env=row.env,
+        seed=row.seed,
+        episode=episode,
+        prompt_length=int(rollout.get("prompt_length")),
+        turn_reward=turn_reward,
+        gamma=gamma,
     )
 
 
@@ -182,8 +196,11 @@ class VlmEnvsAgentLoop(AgentLoopBase):
                 return token_id
         return 0
 
-    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
-        """Play the episode of the row ``kwargs`` (verl's dataset fields); never raises."""
+    async def run(
+        self, sampling_params: dict[str, Any], **kwargs: Any
+    ) -> AgentLoopOutput | list[AgentLoopOutput]:
+        """Play the episode of the row ``kwargs`` (verl's dataset fields); never raises. A row whose
+        ``extra_info["history"]`` is ``window:K`` gets one output per turn (verl's V1 trainer)."""
         record: dict[str, Any] = {}
         try:
             config = resolve_config(self.rollout_config, kwargs.get("extra_info") or {})
@@ -208,6 +225,9 @@ class VlmEnvsAgentLoop(AgentLoopBase):
                 fallback_prompt=row_prompt(kwargs.get("raw_prompt")),
             )
             record.update(episode_record(traj, trainer="verl"))
+            turns = traj.turn_samples(config.turn_reward, config.gamma) if not traj.history.full else []
+            if turns:
+                return [to_output(traj, codec, record, config.prompt_length, turn) for turn in turns]
             return to_output(traj, codec, record, config.prompt_length)
         except Exception as err:  # a bug of this library fails this row only, never verl's batch
             return failed_output(
@@ -219,39 +239,47 @@ class VlmEnvsAgentLoop(AgentLoopBase):
 
 
 def to_output(
-    traj: Trajectory, codec: ChatCodec, record: dict[str, Any], prompt_length: int
+    traj: Trajectory,
+    codec: ChatCodec,
+    record: dict[str, Any],
+    prompt_length: int,
+    turn: TurnSample | None = None,
 ) -> AgentLoopOutput:
-    """The trajectory as verl's output, or a failed output where verl could not take it."""
-    if len(traj.prompt_ids) > prompt_length:
+    """The trajectory (or one of its turn samples) as verl's output, or a failed output where verl
+    could not take it."""
+    data: Trajectory | TurnSample = traj if turn is None else turn
+    if len(data.prompt_ids) > prompt_length:
         error = (
-            f"the prompt holds {len(traj.prompt_ids)} tokens, more than rollout.prompt_length={prompt_length}"
+            f"the prompt holds {len(data.prompt_ids)} tokens, more than rollout.prompt_length={prompt_length}"
         )
         return failed_output(record, error, codec.end_of_turn_id)
-    grids = [image.grid_thw for image in traj.images]
-    violations = contract.token_violations(
-        traj.prompt_ids, traj.response_ids, traj.loss_mask, traj.log_probs, grids, None, codec.token_space
-    )
+    violations = contract.trajectory_violations(data, codec.token_space)
     if violations:  # a bug of this library; verl still gets a valid, failed output
         contract.report("verl output", violations)
         return failed_output(record, f"contract: {violations[0]}", codec.end_of_turn_id, traj.prompt)
-    response, mask, log_probs = traj.response_ids, traj.loss_mask, traj.log_probs
+    response, mask, log_probs = data.response_ids, data.loss_mask, data.log_probs
     if not response:  # verl puts the reward on the last response token (see failed_output)
         response, mask, log_probs = [codec.end_of_turn_id], [0], [0.0]
     turns = traj.turns
+    reward = traj.reward if turn is None else turn.reward
     return AgentLoopOutput(
-        prompt_ids=traj.prompt_ids,
+        prompt_ids=data.prompt_ids,
         response_ids=response,
         response_mask=mask,
         response_logprobs=log_probs,
-        multi_modal_data={"images": [image.image for image in traj.images]} if traj.images else {},
+        multi_modal_data={"images": [image.image for image in data.images]} if data.images else {},
         mm_processor_kwargs={},  # the processor's own settings, which the codec used
-        reward_score=traj.reward if traj.reward_from_env else None,
+        reward_score=reward if traj.reward_from_env else None,
         num_turns=sum(1 for m in traj.messages if m.get("role") != "system"),
         metrics=AgentLoopMetrics(
             generate_sequences=sum(t.timings.get("generate_s", 0.0) for t in turns),
             tool_calls=sum(t.timings.get("env_s", 0.0) for t in turns),
         ),
-        extra_fields=_extra_fields(record),
+        extra_fields=_extra_fields(
+            record
+            if turn is None
+            else {**record, "turn": turn.turn, "context_turns": list(turn.context.turns)}
+        ),
     )
 
 
@@ -278,6 +306,11 @@ def failed_output(
         metrics=AgentLoopMetrics(),
         extra_fields=_extra_fields(record),
     )
+
+
+def _turn_record(record: dict[str, Any], turn: TurnSample) -> dict[str, Any]:
+    """The episode's record, saying which turn this output is and which turns its context held."""
+    return {**record, "turn": turn.turn, "context_turns": list(turn.context.turns)}
 
 
 def _extra_fields(record: dict[str, Any]) -> dict[str, Any]:
