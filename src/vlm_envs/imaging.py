@@ -8,6 +8,13 @@ import io
 from PIL import Image
 
 
+def png_bytes(image: Image.Image) -> bytes:
+    """An image as PNG bytes (RGB), as parquet image columns hold it."""
+    buf = io.BytesIO()
+    image.convert("RGB").save(buf, format="PNG")
+    return buf.getvalue()
+
+
 def png_data_uri(image: Image.Image) -> str:
     """``image`` as a PNG data URI, the form chat and generate APIs take images in."""
     buf = io.BytesIO()

@@ -356,6 +356,11 @@ def resolve_env_config(sample: Any = None, config: Mapping[str, Any] | None = No
     return {**env_config, **(config or {})}
 
 
+#: The turn cap of an episode when neither its row, its env config nor the trainer's config gives
+#: one: the slime and verl hooks, ``vlm-envs eval`` and the datasets all use it.
+DEFAULT_MAX_TURNS = 8
+
+
 def args_max_turns(args: Any, default: int | None = None) -> int | None:
     """``args.max_turns`` from slime's args (set by its ``--custom-config-path`` YAML), if given."""
     value = getattr(args, "max_turns", None)

@@ -10,21 +10,19 @@ Columns: ``problem``, ``images``, ``answer``, ``metadata`` (slime's geo3k exampl
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import types
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vlm_envs.imaging import png_bytes
+from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.registry import build_env, get_spec
 
 if TYPE_CHECKING:
     from vlm_envs.eval.verl_dataset import VerlFiles
 
 PROMPT_KEY, IMAGES_KEY, LABEL_KEY, METADATA_KEY = "problem", "images", "answer", "metadata"
-#: The hooks' turn cap when neither the row nor the trainer's config gives one
-#: (vlm_envs.rollout.record.DEFAULT_MAX_TURNS; repeated here, where torch is not imported).
-DEFAULT_MAX_TURNS = 8
 TRAINERS = ("slime", "verl")
 
 
@@ -47,13 +45,6 @@ class DatasetFiles:
                 f"--custom-config-path {self.yaml}",
             ]
         )
-
-
-def png_bytes(image: Any) -> bytes:
-    """An image as PNG bytes (RGB), as parquet image columns hold it."""
-    buf = io.BytesIO()
-    image.convert("RGB").save(buf, format="PNG")
-    return buf.getvalue()
 
 
 def env_rows(

@@ -26,12 +26,10 @@ from vlm_envs.eval.policy_kinds import build_policy
 from vlm_envs.eval.progress import Progress
 from vlm_envs.eval.records import EpisodeResult, TurnResult, json_safe, to_record
 from vlm_envs.eval.summary import summarize
-from vlm_envs.protocol import Env
+from vlm_envs.protocol import DEFAULT_MAX_TURNS, Env
 from vlm_envs.registry import EnvLoadError, UnknownEnvError, build_env
 
 RESULTS, SUMMARY, RUN, REPORT = "results.jsonl", "summary.json", "run.json", "index.html"
-#: Turn cap when none is given: the slime hook's default, so eval plays what training plays.
-DEFAULT_MAX_TURNS = 8
 #: ``run.json`` fields that must match for ``resume`` (``n`` may grow).
 _SAME_RUN_KEYS = ("env", "policy", "seed", "max_turns", "env_config")
 

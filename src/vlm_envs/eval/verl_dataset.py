@@ -17,7 +17,8 @@ import types
 from pathlib import Path
 from typing import Any, Literal
 
-from vlm_envs.eval.datasets import DEFAULT_MAX_TURNS, png_bytes
+from vlm_envs.imaging import png_bytes
+from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.registry import build_env
 
 #: The agent loop's name and import path (vlm_envs.rollout.verl.AGENT_NAME / LOOP_TARGET; this

@@ -18,8 +18,6 @@ from vlm_envs.rollout.trajectory import Trajectory
 
 #: Where the hooks put :func:`episode_record` (slime: ``sample.metadata``; verl: ``extra_fields``).
 RECORD_KEY = "vlm_envs"
-#: The turn cap when neither the row nor the trainer's config gives one.
-DEFAULT_MAX_TURNS = 8
 
 
 @dataclasses.dataclass(frozen=True)

@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.registry import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, Encoded
@@ -46,7 +47,7 @@ from vlm_envs.rollout.engines import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOU
 from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor, run_episode
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.prompt import FallbackPrompt
-from vlm_envs.rollout.record import DEFAULT_MAX_TURNS, RECORD_KEY, RowSpec, episode_record
+from vlm_envs.rollout.record import RECORD_KEY, RowSpec, episode_record
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample, make_train_inputs
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
