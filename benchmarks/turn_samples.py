@@ -7,7 +7,8 @@ request's prefix (what an engine's prefix cache can reuse), images per request, 
 per turn: the episode loop alone, and with the training tensors of what the trainer gets (one sample
 for ``full``, one per turn for a window). Targets for ``window:2``: the largest context at most the
 third turn's context + 10%, flat in the episode length; the adapter's CPU per turn within 1.2x of
-``full``.
+``full``. The training tensors are printed apart: a windowed episode hands the trainer each frame in
+K + 1 samples, so their bytes (and the memory they are written to) grow with K by construction.
 
 Run: ``.venv/bin/python benchmarks/turn_samples.py`` (about half a minute on 2 cores).
 """
@@ -126,11 +127,13 @@ def main() -> None:
         )
     w2 = best["window:2"]
     flat = w2["largest"] <= 1.1 * w2["third"]
-    cheap = w2["all_ms"] <= 1.2 * full["all_ms"]
+    loop = w2["loop_ms"] / full["loop_ms"]
     print(
         f"\nwindow:2 targets: largest context <= 3rd turn's + 10%: {'met' if flat else 'MISSED'} "
-        f"({w2['largest'] / w2['third']:.2f}x); CPU per turn <= 1.2x full: {'met' if cheap else 'MISSED'} "
-        f"({w2['all_ms'] / full['all_ms']:.2f}x)"
+        f"({w2['largest'] / w2['third']:.2f}x); the adapter's CPU per turn (the loop) <= 1.2x full: "
+        f"{'met' if loop <= 1.2 else 'MISSED'} ({loop:.2f}x). With the training tensors "
+        f"{w2['all_ms'] / full['all_ms']:.2f}x: each frame is in K + 1 samples, so the trainer gets "
+        "K + 1 times its pixel rows"
     )
 
 

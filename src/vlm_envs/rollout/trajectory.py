@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 import re
 from typing import Any
 
@@ -160,7 +161,7 @@ class Trajectory:
             ids += [record.reply.ids, record.delta.ids]
             engine_ids += [record.reply.ids, record.delta.engine_ids]
             images += record.delta.images
-        return Context(_join(ids), _join(engine_ids), images, kept)
+        return Context(_joined(ids), _joined(engine_ids), images, kept)
 
     @property
     def prompt_ids(self) -> list[int]:
@@ -258,5 +259,5 @@ def _without_think(codec: ChatCodec, ids: list[int]) -> str:
     return _THINK.sub("", codec.decode(ids, skip_special_tokens=False)).rstrip()
 
 
-def _join(parts: list[tuple[int, ...]]) -> tuple[int, ...]:
-    return tuple(t for part in parts for t in part)
+def _joined(parts: list[tuple[int, ...]]) -> tuple[int, ...]:
+    return tuple(itertools.chain.from_iterable(parts))
