@@ -5,10 +5,9 @@ call (a zoom answered with an image, a calc answered with text), then the final 
 """
 
 import asyncio
-from types import SimpleNamespace
 
 import pytest
-from rollout_helpers import assert_trainer_invariants, script
+from rollout_helpers import assert_trainer_invariants, script, slime_args
 from slime.rollout.sglang_rollout import GenerateState
 from slime.utils.types import Sample
 
@@ -57,17 +56,7 @@ def oracle_replies(module: str, seed: int) -> list[str]:
 
 
 def run_hook(server, sample, **args):
-    host, port = server.url.removeprefix("http://").split(":")
-    ns = SimpleNamespace(
-        sglang_router_ip=host,
-        sglang_router_port=int(port),
-        rollout_temperature=1.0,
-        rollout_max_response_len=1024,
-        rollout_max_context_len=None,
-        hf_checkpoint="(built offline by the stand-in)",
-        vlm_envs_check_template=True,
-        **args,
-    )
+    ns = slime_args(server, **args)
 
     async def one():
         try:

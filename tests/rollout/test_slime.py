@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from rollout_helpers import script
+from rollout_helpers import script, slime_args
 from slime.rollout.sglang_rollout import GenerateState
 from slime.utils.types import LegacySample, Sample
 
@@ -23,20 +23,6 @@ def fresh_state():
     GenerateState.forget()
 
 
-def make_args(server, **overrides):
-    host, port = server.url.removeprefix("http://").split(":")
-    values = dict(
-        sglang_router_ip=host,
-        sglang_router_port=int(port),
-        rollout_temperature=1.0,
-        rollout_max_response_len=1024,
-        rollout_max_context_len=None,
-        hf_checkpoint="(built offline by the stand-in)",
-        vlm_envs_check_template=True,
-    )
-    return SimpleNamespace(**{**values, **overrides})
-
-
 def run(args, sample, params=None):
     params = params if params is not None else {"temperature": 1.0, "max_new_tokens": 1024}
 
@@ -51,7 +37,7 @@ def run(args, sample, params=None):
 
 def test_sokoban_from_the_yaml_env_path_fills_every_sample_field(served):
     server, codec = served
-    args = make_args(server, rollout_interaction_env_path="vlm_envs.envs.sokoban", max_turns=3)
+    args = slime_args(server, rollout_interaction_env_path="vlm_envs.envs.sokoban", max_turns=3)
     sample = Sample(index=0, group_index=5, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}})
     script(server, codec, "<answer>Up</answer>", "<answer>Left</answer>")
     params = {"temperature": 1.0, "max_new_tokens": 1024}
@@ -82,7 +68,7 @@ def test_sokoban_from_the_yaml_env_path_fills_every_sample_field(served):
 
 def test_the_sample_names_its_env_and_geo3k_scores_the_right_answer(served):
     server, codec = served
-    args = make_args(server, rollout_interaction_env_path="vlm_envs.envs.sokoban", max_turns=4)
+    args = slime_args(server, rollout_interaction_env_path="vlm_envs.envs.sokoban", max_turns=4)
     problem = generate_problem(9)  # a dataset row as slime loads it: prompt, label, images
     sample = Sample(
         index=1,
@@ -104,7 +90,7 @@ def test_the_sample_names_its_env_and_geo3k_scores_the_right_answer(served):
 def test_no_env_anywhere_fails_the_sample_and_says_how_to_set_it(served):
     server, _ = served
     sample = Sample(index=2)
-    run(make_args(server), sample)
+    run(slime_args(server), sample)
     assert sample.status is Sample.Status.FAILED and sample.reward == 0.0
     error = sample.metadata["vlm_envs"]["error"]
     assert "rollout_interaction_env_path" in error and "--custom-config-path" in error
@@ -113,13 +99,13 @@ def test_no_env_anywhere_fails_the_sample_and_says_how_to_set_it(served):
 def test_an_unknown_env_name_fails_the_sample(served):
     server, _ = served
     sample = Sample(index=3, metadata={"env": "sokobam"})
-    run(make_args(server, max_turns=2), sample)
+    run(slime_args(server, max_turns=2), sample)
     assert sample.status is Sample.Status.FAILED and "sokobam" in sample.metadata["vlm_envs"]["error"]
 
 
 def test_legacy_sample_without_append_response_tokens_gets_the_same_fields(served):
     server, codec = served
-    args = make_args(server, rollout_interaction_env_path="sokoban", max_turns=2)
+    args = slime_args(server, rollout_interaction_env_path="sokoban", max_turns=2)
     samples = []
     for cls in (Sample, LegacySample):
         sample = cls(index=4, group_index=2, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}})
@@ -142,7 +128,7 @@ def test_legacy_sample_without_append_response_tokens_gets_the_same_fields(serve
 
 def test_slime_abort_flag_aborts_the_sample(served):
     server, _ = served
-    args = make_args(server, rollout_interaction_env_path="sokoban", max_turns=3)
+    args = slime_args(server, rollout_interaction_env_path="sokoban", max_turns=3)
     GenerateState(args).aborted = True
     sample = Sample(index=5, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}})
     run(args, sample)
@@ -152,7 +138,7 @@ def test_slime_abort_flag_aborts_the_sample(served):
 
 def test_reward_can_be_left_to_slime(served):
     server, _ = served
-    args = make_args(server, rollout_interaction_env_path="sokoban", max_turns=1, vlm_envs_set_reward=False)
+    args = slime_args(server, rollout_interaction_env_path="sokoban", max_turns=1, vlm_envs_set_reward=False)
     sample = Sample(index=6, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}})
     run(args, sample)
     assert sample.reward is None
@@ -185,7 +171,7 @@ class RefusingSample(Sample):
 
 def test_a_sample_that_refuses_the_data_fails_cleanly(served):
     server, codec = served
-    args = make_args(server, rollout_interaction_env_path="sokoban", max_turns=2)
+    args = slime_args(server, rollout_interaction_env_path="sokoban", max_turns=2)
     sample = RefusingSample(index=8, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}})
     script(server, codec, "<answer>Up</answer>", "<answer>Down</answer>")
     run(args, sample)
@@ -202,7 +188,7 @@ def test_worker_processes_fill_the_same_sample(served):
     filled = []
     for workers in (0, 2):
         GenerateState.forget()
-        args = make_args(server, **base, vlm_envs_workers=workers)
+        args = slime_args(server, **base, vlm_envs_workers=workers)
         sample = Sample(
             index=7, group_index=11, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}}
         )
@@ -221,7 +207,7 @@ def test_worker_processes_fill_the_same_sample(served):
 
 def test_a_negative_worker_count_fails_the_sample(served):
     server, _ = served
-    args = make_args(server, rollout_interaction_env_path="sokoban", vlm_envs_workers=-1)
+    args = slime_args(server, rollout_interaction_env_path="sokoban", vlm_envs_workers=-1)
     sample = run(args, Sample(index=8))
     assert (
         sample.status is Sample.Status.FAILED and "vlm_envs_workers" in sample.metadata["vlm_envs"]["error"]
@@ -250,7 +236,7 @@ def test_the_yaml_deadlines_reach_the_engine(served, workers):
         server.clear_faults()
         server.inject(fault, times=5)
         sample = Sample(index=9, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}})
-        run(make_args(server, **base, **yaml), sample)
+        run(slime_args(server, **base, **yaml), sample)
         server.clear_faults()
         record = sample.metadata["vlm_envs"]
         assert sample.status is Sample.Status.FAILED and sample.reward == 0.0
@@ -269,6 +255,6 @@ def test_the_yaml_deadlines_reach_the_engine(served, workers):
 )
 def test_a_bad_deadline_in_the_yaml_fails_the_sample_and_names_the_key(served, key, value):
     server, _ = served
-    args = make_args(server, rollout_interaction_env_path="sokoban", **{key: value})
+    args = slime_args(server, rollout_interaction_env_path="sokoban", **{key: value})
     sample = run(args, Sample(index=10))
     assert sample.status is Sample.Status.FAILED and key in sample.metadata["vlm_envs"]["error"]

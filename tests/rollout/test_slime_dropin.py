@@ -2,6 +2,7 @@
 slime's loader names them, the sample's prompt when the env gives none, and a mixed-env dataset."""
 
 import asyncio
+import functools
 import io
 from pathlib import Path
 from types import SimpleNamespace
@@ -9,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 from PIL import Image
-from rollout_helpers import assert_sample_invariants, assert_trainer_invariants, script
+from rollout_helpers import assert_sample_invariants, assert_trainer_invariants, script, slime_args
 from slime.rollout.sglang_rollout import GenerateState
 from slime.utils.processing_utils import build_processor_kwargs
 from slime.utils.types import Sample
@@ -31,19 +32,10 @@ def fresh_state():
     GenerateState.forget()
 
 
-def make_args(server, **overrides):
-    host, port = server.url.removeprefix("http://").split(":")
-    values = dict(
-        sglang_router_ip=host,
-        sglang_router_port=int(port),
-        rollout_temperature=1.0,
-        rollout_max_response_len=1024,
-        rollout_max_context_len=None,
-        hf_checkpoint="(built offline by the stand-in)",
-        vlm_envs_check_template=True,
-        apply_chat_template=True,
-    )
-    return SimpleNamespace(**{**values, **overrides})
+make_args = functools.partial(
+    slime_args,
+    apply_chat_template=True,
+)
 
 
 def run(args, *samples):

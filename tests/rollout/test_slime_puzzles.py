@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-from types import SimpleNamespace
 
 import pytest
-from rollout_helpers import script
+from rollout_helpers import script, slime_args
 from slime.rollout.sglang_rollout import GenerateState
 from slime.utils.types import Sample
 
@@ -48,18 +47,7 @@ def oracle_replies(target: str, config: dict, seed: int) -> list[str]:
 @pytest.mark.parametrize("target", sorted(CASES))
 def test_oracle_episode_through_the_slime_hook(served, target):
     server, codec = served
-    host, port = server.url.removeprefix("http://").split(":")
-    args = SimpleNamespace(
-        sglang_router_ip=host,
-        sglang_router_port=int(port),
-        rollout_temperature=1.0,
-        rollout_max_response_len=4096,
-        rollout_max_context_len=None,
-        hf_checkpoint="(built offline by the stand-in)",
-        vlm_envs_check_template=True,
-        rollout_interaction_env_path=target,
-        max_turns=8,
-    )
+    args = slime_args(server, rollout_max_response_len=4096, rollout_interaction_env_path=target, max_turns=8)
     config = CASES[target]
     sample = Sample(index=0, metadata={"env_config": config, "seed": 3})
     replies = oracle_replies(target, config, 3)

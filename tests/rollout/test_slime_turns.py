@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from types import SimpleNamespace
+import functools
 
 import pytest
-from rollout_helpers import script
+from rollout_helpers import script, slime_args
 from slime.rollout.sglang_rollout import GenerateState, generate_and_rm
 from slime.utils.types import Sample
 
@@ -24,20 +24,14 @@ def fresh_state():
     GenerateState.forget()
 
 
-def make_args(server, **overrides):
-    host, port = server.url.removeprefix("http://").split(":")
-    values = dict(
-        sglang_router_ip=host,
-        sglang_router_port=int(port),
-        rollout_temperature=1.0,
-        rollout_max_response_len=64,
-        rollout_max_context_len=None,
-        hf_checkpoint="(built offline by the stand-in)",
-        custom_generate_function_path="vlm_envs.rollout.slime.generate",
-        rollout_interaction_env_path="sokoban",
-        max_turns=4,
-    )
-    return SimpleNamespace(**{**values, **overrides})
+make_args = functools.partial(
+    slime_args,
+    rollout_max_response_len=64,
+    vlm_envs_check_template=False,
+    custom_generate_function_path="vlm_envs.rollout.slime.generate",
+    rollout_interaction_env_path="sokoban",
+    max_turns=4,
+)
 
 
 def run(args, sample, max_new_tokens=64):

@@ -3,11 +3,28 @@
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.testing import Fault, SGLangTestServer
+
+
+def slime_args(server: SGLangTestServer, **overrides: Any) -> SimpleNamespace:
+    """slime's args as the hook reads them: the test server as the router, the stand-in's processor,
+    the template check on; ``overrides`` win (they are the YAML's keys)."""
+    host, port = server.url.removeprefix("http://").split(":")
+    values = dict(
+        sglang_router_ip=host,
+        sglang_router_port=int(port),
+        rollout_temperature=1.0,
+        rollout_max_response_len=1024,
+        rollout_max_context_len=None,
+        hf_checkpoint="(built offline by the stand-in)",
+        vlm_envs_check_template=True,
+    )
+    return SimpleNamespace(**{**values, **overrides})
 
 
 def script(server: SGLangTestServer, codec: ChatCodec, *texts: str, eos: bool = True) -> None:
