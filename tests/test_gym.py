@@ -46,3 +46,10 @@ def test_spaces():
     assert not images.contains((np.zeros((2, 2), dtype=np.uint8),))
     with pytest.raises(gymnasium.error.NameNotFound):
         gymnasium.make("vlm_envs/Nope-v0")
+
+
+def test_reset_options_reach_the_env():
+    env = gymnasium.make("vlm_envs/Sokoban-v0", grid_size=(6, 6))
+    _, info = env.reset(seed=1, options={"grid_size": (5, 5)})
+    assert info["grid_size"] == [5, 5]
+    assert env.reset(seed=1)[1]["grid_size"] == [6, 6]

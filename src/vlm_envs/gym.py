@@ -92,7 +92,7 @@ class GymEnv(gymnasium.Env):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
-        self._last, info = self.vlm_env.reset(seed=seed)
+        self._last, info = self.vlm_env.reset(seed=seed, options=options)
         return observation_to_gym(self._last), info
 
     def step(self, action: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
