@@ -17,6 +17,7 @@ from vlm_envs.rollout.engines import (
     image_data_uri,
 )
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.executors import EpisodeExecutor, ExecutorConfig, InProcessEpisodes
 from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor, image_digest
 from vlm_envs.rollout.trajectory import Status, Trajectory, TurnRecord
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
@@ -31,8 +32,11 @@ __all__ = [
     "EngineOutput",
     "EngineTimeout",
     "EpisodeConfig",
+    "EpisodeExecutor",
     "EpisodeJob",
     "EpisodeWorkers",
+    "ExecutorConfig",
+    "InProcessEpisodes",
     "PermanentEngineError",
     "ProcessedImage",
     "ReplyContract",

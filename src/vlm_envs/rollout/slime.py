@@ -8,6 +8,9 @@ only from the YAML given to ``--custom-config-path``, together with ``max_turns`
     rollout_interaction_env_path: vlm_envs.envs.sokoban
     max_turns: 8
     vlm_envs_workers: 4   # optional: play episodes in 4 worker processes (see EpisodeWorkers)
+    vlm_envs_ray_actors: 32   # optional, instead: play them on 32 Ray actors (see RayEpisodeWorkers)
+    vlm_envs_ray_actor_cpus: 1   # optional: CPUs per actor; vlm_envs_ray_resources: custom resources
+    vlm_envs_ray_address: auto   # optional: the cluster to join when this process is not on one
     vlm_envs_read_timeout: 60    # optional: seconds a read of SGLang's reply may make no progress
     vlm_envs_turn_timeout: 300   # optional: seconds one generation may take, retries included
     vlm_envs_max_body_bytes: 20000000  # optional: cap on a reply body (default: from max_new_tokens)
@@ -30,7 +33,6 @@ unset for slime's ``--custom-rm-path`` / ``--rm-type``. ``metadata["vlm_envs"]``
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import dataclasses
 import functools
@@ -40,17 +42,17 @@ from collections.abc import Callable
 from typing import Any
 
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
-from vlm_envs.registry import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, Encoded
 from vlm_envs.rollout.engines import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, SGLangEngine
-from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor, run_episode
+from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor
+from vlm_envs.rollout.executors import EpisodeExecutor, ExecutorConfig
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, RowSpec, episode_record
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample, make_train_inputs
-from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
+from vlm_envs.rollout.worker_process import EpisodeJob
 
 METADATA_KEY = RECORD_KEY
 HOW_TO_NAME_AN_ENV = (
@@ -103,8 +105,9 @@ class HookConfig:
     episode: EpisodeConfig
     set_reward: bool
     url: str
-    #: Worker processes to play episodes in (``vlm_envs_workers``); 0 plays them on slime's loop.
-    workers: int = 0
+    #: Where episodes play: worker processes (``vlm_envs_workers``), Ray actors
+    #: (``vlm_envs_ray_actors``), or neither: on slime's loop.
+    executor: ExecutorConfig = dataclasses.field(default_factory=ExecutorConfig)
     engine: EngineSettings = EngineSettings()
     #: Windowed histories return one Sample per turn, rewarded as ``vlm_envs_turn_reward`` says.
     turn_reward: TurnReward = "episode"
@@ -135,16 +138,13 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
     host, port = getattr(args, "sglang_router_ip", "127.0.0.1"), getattr(args, "sglang_router_port", 30000)
     url = f"http://{host}:{port}"
     set_reward = bool(getattr(args, "vlm_envs_set_reward", True))
-    workers = int(getattr(args, "vlm_envs_workers", 0) or 0)
-    if workers < 0:
-        raise ValueError(f"vlm_envs_workers must be >= 0, got {workers}")
     return HookConfig(
         env=str(env),
         seed=seed,
         episode=episode,
         set_reward=set_reward,
         url=url,
-        workers=workers,
+        executor=ExecutorConfig.from_args(args),
         engine=EngineSettings.from_args(args),
         turn_reward=turn_reward,
         gamma=gamma,
@@ -153,12 +153,12 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
 
 class _Runtime:
     """Per-process state: slime's GenerateState (tokenizer, processor, abort flag), codecs, engines,
-    worker pools."""
+    executors."""
 
     def __init__(self) -> None:
         self.codecs: dict[int, ChatCodec] = {}
         self.engines: dict[tuple[str, EngineSettings], SGLangEngine] = {}
-        self.pools: dict[tuple[int, str, EngineSettings, int], EpisodeWorkers] = {}
+        self.executors: dict[tuple[ExecutorConfig, str, EngineSettings, int, int], EpisodeExecutor] = {}
         self.abort_flags: dict[int, Callable[[], bool]] = {}
 
     def generate_state(self, args: Any) -> Any:
@@ -184,20 +184,22 @@ class _Runtime:
             self.engines[url, settings] = settings.make_engine(url)()
         return self.engines[url, settings]
 
-    def pool(
-        self, args: Any, codec: ChatCodec, url: str, processes: int, settings: EngineSettings
-    ) -> EpisodeWorkers:
-        key = (processes, url, settings, id(codec))
-        if key not in self.pools:
-            source = codec.processor if codec.processor is not None else codec.tokenizer
-            make_engine = settings.make_engine(url)
-            self.pools[key] = EpisodeWorkers(
-                processes, source, make_engine, args=args, chat_template=codec.chat_template
+    def executor(self, args: Any, codec: ChatCodec, config: HookConfig) -> EpisodeExecutor:
+        """One executor per config, URL, engine settings, codec and args (slime's are one object for
+        the process's life; its env factories read them)."""
+        key = (config.executor, config.url, config.engine, id(codec), id(args))
+        if key not in self.executors:
+            # out of process: a picklable factory; in process: this process's pooled engine
+            make_engine = (
+                functools.partial(self.engine, config.url, config.engine)
+                if config.executor.in_process
+                else config.engine.make_engine(config.url)
             )
-        return self.pools[key]
+            self.executors[key] = config.executor.build(codec, make_engine, args=args)
+        return self.executors[key]
 
     def abort_flag(self, state: Any) -> Callable[[], bool] | None:
-        """One flag per GenerateState, so a worker pool polls it once per tick for all samples."""
+        """One flag per GenerateState, so a pool polls it once per tick for all samples."""
         if state is None:
             return None
         if id(state) not in self.abort_flags:
@@ -218,35 +220,19 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
         record["env"] = config.env
         state = _runtime.generate_state(args)
         codec = _runtime.codec(args, state)
-        env = None if config.workers else build_env(config.env, sample=sample, args=args)
+        executor = _runtime.executor(args, codec, config)
     except Exception as err:  # a missing env, a bad config or an unloadable processor fails this sample only
         return _fail(sample, record, f"{type(err).__name__}: {err}")
-    should_abort = _runtime.abort_flag(state)
-    fallback_prompt = sample_prompt(sample)
+    job = EpisodeJob(
+        env=config.env,
+        sample=sample,
+        seed=config.seed,
+        config=config.episode,
+        sampling_params=dict(sampling_params),
+        fallback_prompt=sample_prompt(sample),
+    )
+    traj = await executor.run(job, should_abort=_runtime.abort_flag(state))  # tensors made off this loop
     try:
-        if env is None:
-            pool = _runtime.pool(args, codec, config.url, config.workers, config.engine)
-            job = EpisodeJob(
-                env=config.env,
-                sample=sample,
-                seed=config.seed,
-                config=config.episode,
-                sampling_params=dict(sampling_params),
-                fallback_prompt=fallback_prompt,
-            )
-            traj = await pool.run(job, should_abort=should_abort)  # tensors made off this loop
-        else:
-            traj = await run_episode(
-                env,
-                _runtime.engine(config.url, config.engine),
-                codec,
-                seed=config.seed,
-                config=config.episode,
-                sampling_params=dict(sampling_params),
-                should_abort=should_abort,
-                fallback_prompt=fallback_prompt,
-            )
-            await asyncio.get_running_loop().run_in_executor(rollout_executor(), traj.train_inputs)
         record.update(episode_record(traj, trainer="slime"))
         turns = traj.turn_samples(config.turn_reward, config.gamma) if not traj.history.full else []
         if turns:
@@ -258,10 +244,6 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
             return _fail(sample, record, f"contract: {violations[0]}", traj.prompt)
     except Exception as err:  # a Sample that refuses the data (slime's own checks) fails this sample only
         return _fail(sample, record, f"filling the sample: {type(err).__name__}: {err}", traj.prompt)
-    finally:
-        if env is not None:
-            with contextlib.suppress(Exception):  # an env that fails to close must not take the sample down
-                env.close()
     return sample
 
 
@@ -288,13 +270,13 @@ async def _fan_out(
 
 
 async def close() -> None:
-    """Close the pooled HTTP sessions and stop the worker processes of this process (call before
-    its event loop ends)."""
+    """Stop this process's executors (worker processes, Ray actors) and close its pooled HTTP
+    sessions (call before its event loop ends)."""
+    executors, _runtime.executors = _runtime.executors, {}
+    for executor in executors.values():
+        await asyncio.get_running_loop().run_in_executor(None, executor.close)
     for engine in _runtime.engines.values():
         await engine.close()
-    pools, _runtime.pools = _runtime.pools, {}
-    for pool in pools.values():
-        await asyncio.get_running_loop().run_in_executor(None, pool.close)
 
 
 async def reward(args: Any, sample: Any, **kwargs: Any) -> float:

@@ -142,7 +142,7 @@ async def _serve(conn: Connection, codec: ChatCodec, engine: Engine, args: Any, 
     tasks: set[asyncio.Task] = set()
 
     async def play(job_id: int, job: EpisodeJob) -> None:
-        traj = await _play(job_id, job, codec, engine, args, aborted)
+        traj = await play_job(job_id, job, codec, engine, args, aborted)
         aborted.discard(job_id)
         try:
             data = dumps(("done", job_id, traj))
@@ -190,9 +190,11 @@ async def _serve(conn: Connection, codec: ChatCodec, engine: Engine, args: Any, 
                 await close()
 
 
-async def _play(
+async def play_job(
     job_id: int, job: EpisodeJob, codec: ChatCodec, engine: Engine, args: Any, aborted: set[int]
 ) -> Trajectory:
+    """Build the job's env and play it with the env steps inline (a worker's or an actor's loop);
+    the episode aborts once ``job_id`` is in ``aborted``."""
     try:
         env = build_env(job.env, sample=job.sample, args=args, **job.env_config)
     except Exception as err:  # an unknown env or a bad config fails this episode only

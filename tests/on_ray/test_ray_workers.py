@@ -1,0 +1,140 @@
+"""Episodes on Ray actors over a real two-node cluster: the same trajectories as on the caller's
+loop, actors on both nodes, a killed actor contained, the trainer's abort honoured."""
+
+import asyncio
+import functools
+
+import pytest
+import ray
+import torch
+from rollout_helpers import assert_trainer_invariants
+
+from vlm_envs import build_env
+from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.ray_workers import RayEpisodeWorkers
+from vlm_envs.rollout.trajectory import Status
+from vlm_envs.rollout.workers import EpisodeJob
+from vlm_envs.testing import ScriptedEngine
+
+SAMPLING = {"temperature": 1.0}  # the test server seeds sampling by the input ids: reproducible
+SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision"}
+LONG = EpisodeConfig(max_turns=1000, max_new_tokens=16)
+
+
+def run_jobs(pool, *jobs, should_abort=None):
+    async def main():
+        return await asyncio.gather(*(pool.run(job, should_abort=should_abort) for job in jobs))
+
+    return asyncio.run(main())
+
+
+@pytest.fixture(scope="module")
+def pool(ray_cluster, served):
+    server, codec = served
+    make_engine = functools.partial(SGLangEngine, server.url)
+    with RayEpisodeWorkers(2, codec.processor, make_engine, num_cpus=0.5) as actors:
+        yield actors
+
+
+@pytest.fixture
+def scripted(ray_cluster, served):
+    """Two actors whose engine answers a wall move in 50 ms: long, predictable episodes."""
+    _, codec = served
+    answer = [[*codec.tokenize("<answer>Up</answer>"), codec.end_of_turn_id]]
+    make_engine = functools.partial(ScriptedEngine, answer, 0.05)
+    with RayEpisodeWorkers(2, codec.processor, make_engine, num_cpus=0.25, max_in_flight=2) as actors:
+        warm = run_jobs(
+            actors,
+            *(EpisodeJob("sokoban", SOKOBAN, seed=i, config=EpisodeConfig(max_turns=1)) for i in (0, 1)),
+        )
+        assert all(t.status is Status.TRUNCATED for t in warm)  # both actors are up
+        yield actors
+
+
+def test_the_actors_are_spread_over_both_nodes(pool):
+    alive = {node["NodeID"] for node in ray.nodes() if node["Alive"]}
+    assert len(alive) == 2 and set(pool.node_ids()) == alive
+
+
+def test_actor_trajectories_equal_those_played_on_the_callers_loop(served, pool):
+    server, codec = served
+    config = EpisodeConfig(max_turns=3, max_new_tokens=24, check_template=True)
+    jobs = [
+        EpisodeJob("sokoban", SOKOBAN, seed=seed, config=config, sampling_params=SAMPLING)
+        for seed in range(4)
+    ]
+    remote = run_jobs(pool, *jobs)
+
+    async def local(seed):
+        async with SGLangEngine(server.url) as engine:
+            env = build_env("sokoban", **SOKOBAN)
+            return await run_episode(env, engine, codec, seed=seed, config=config, sampling_params=SAMPLING)
+
+    for job, theirs in zip(jobs, remote, strict=True):
+        ours = asyncio.run(local(job.seed))
+        assert theirs.status is ours.status and theirs.error == ours.error
+        assert theirs.tokens == ours.tokens and theirs.loss_mask == ours.loss_mask
+        assert theirs.log_probs == pytest.approx(ours.log_probs, abs=1e-6)
+        assert [t.metrics for t in theirs.turns] == [t.metrics for t in ours.turns]
+        assert theirs.reward == ours.reward and theirs.template_check.ok
+        a, b = theirs.train_inputs(), ours.train_inputs()
+        assert torch.equal(a["pixel_values"], b["pixel_values"])
+        assert torch.equal(a["image_grid_thw"], b["image_grid_thw"])
+        assert_trainer_invariants(theirs, codec)
+
+
+def test_an_unknown_env_fails_its_episode_and_the_pool_goes_on(pool):
+    bad, good = run_jobs(
+        pool,
+        EpisodeJob("no-such-env", seed=0),
+        EpisodeJob("sokoban", SOKOBAN, seed=0, config=EpisodeConfig(max_turns=1, max_new_tokens=8)),
+    )
+    assert bad.status is Status.FAILED and "no-such-env" in bad.error and bad.reward == 0.0
+    assert good.status in (Status.COMPLETED, Status.TRUNCATED)
+
+
+def test_a_killed_actor_fails_its_episodes_and_is_replaced(scripted):
+    short = EpisodeConfig(max_turns=30, max_new_tokens=16)
+
+    async def main():
+        # least-loaded dispatch: jobs 0 and 2 go to actor 0, jobs 1 and 3 to actor 1
+        configs = [LONG, short, LONG, short]
+        jobs = [EpisodeJob("sokoban", SOKOBAN, seed=i, config=c) for i, c in enumerate(configs)]
+        tasks = [asyncio.ensure_future(scripted.run(job)) for job in jobs]
+        await asyncio.sleep(1)  # some turns in
+        ray.kill(scripted._actors[0])
+        return await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
+
+    killed_a, done_a, killed_b, done_b = asyncio.run(main())
+    for traj in (killed_a, killed_b):
+        assert traj.status is Status.FAILED and "ActorDiedError" in traj.error and traj.reward == 0.0
+    for traj in (done_a, done_b):
+        assert traj.status is Status.TRUNCATED and len(traj.turns) == 30
+    again = run_jobs(scripted, *(EpisodeJob("sokoban", SOKOBAN, seed=i, config=short) for i in range(4)))
+    assert all(t.status is Status.TRUNCATED and len(t.turns) == 30 for t in again)
+    assert len(set(scripted.node_ids())) == 2  # the replacement took the dead actor's place
+
+
+def test_the_callers_abort_flag_aborts_episodes_on_actors(scripted):
+    aborted = False
+
+    async def main():
+        nonlocal aborted
+        jobs = [EpisodeJob("sokoban", SOKOBAN, seed=i, config=LONG) for i in range(3)]
+        tasks = [asyncio.ensure_future(scripted.run(job, lambda: aborted)) for job in jobs]
+        await asyncio.sleep(1)  # some turns in
+        aborted = True
+        return await asyncio.wait_for(asyncio.gather(*tasks), timeout=30)
+
+    trajs = asyncio.run(main())
+    assert all(t.status is Status.ABORTED and t.error == "aborted by the trainer" for t in trajs)
+    assert all(0 < len(t.turns) < 1000 for t in trajs)
+
+
+def test_episodes_beyond_the_in_flight_bound_wait_for_a_slot(scripted):
+    """Two actors, two episodes each: the fifth to ninth wait, then play; none is lost."""
+    config = EpisodeConfig(max_turns=3, max_new_tokens=16)
+    trajs = run_jobs(scripted, *(EpisodeJob("sokoban", SOKOBAN, seed=i, config=config) for i in range(9)))
+    assert [len(t.turns) for t in trajs] == [3] * 9 and all(t.status is Status.TRUNCATED for t in trajs)
+    assert scripted._load == [0, 0]
