@@ -80,7 +80,8 @@ class EpisodeActor:
         try:
             arrays = {k: _as_array(v) for k, v in traj.train_inputs().items()}
         except Exception as err:  # e.g. out of memory: the episode fails, the actor goes on
-            return Trajectory.failed(f"ray: training tensors: {type(err).__name__}: {err}"), {}
+            error = f"ray: training tensors: {type(err).__name__}: {err}"
+            return Trajectory.failed(error, job.config.failure_reward), {}
         traj._train_inputs = None
         return traj, arrays
 
