@@ -69,11 +69,15 @@ def ray_cluster() -> Iterator[str]:
     env = {
         **os.environ,
         "RAY_USAGE_STATS_ENABLED": "0",
+        # a throwaway loopback cluster: no token (ray would read or write one under ~/.ray)
+        "RAY_AUTH_MODE": "disabled",
         # the actors import the stand-in slime and the test envs, as the tests do
         "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests" / "support")]),
     }
     address = f"127.0.0.1:{_free_port()}"
     nodes = []
+    auth_mode = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # this process joins as the driver
     try:
         nodes.append(
             _node(
@@ -104,6 +108,10 @@ def ray_cluster() -> Iterator[str]:
             ray.shutdown()
         for node in reversed(nodes):
             _stop(node)
+        if auth_mode is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = auth_mode
 
 
 @pytest.fixture(scope="module")

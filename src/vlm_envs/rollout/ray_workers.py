@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import itertools
 import os
 import threading
@@ -60,6 +61,10 @@ class EpisodeActor:
             self.engine = spec.make_engine()
         except Exception as err:  # every episode fails with this, instead of an actor restarting in a loop
             self.broken = f"the actor could not start: {type(err).__name__}: {err}"
+        # What this process holds now (torch, transformers, the processor) lives as long as it does:
+        # full collections need not walk it with many episodes in flight (as in a worker process).
+        gc.collect()
+        gc.freeze()
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
@@ -75,7 +80,8 @@ class EpisodeActor:
         try:
             arrays = {k: _as_array(v) for k, v in traj.train_inputs().items()}
         except Exception as err:  # e.g. out of memory: the episode fails, the actor goes on
-            return Trajectory.failed(f"ray: training tensors: {type(err).__name__}: {err}"), {}
+            error = f"ray: training tensors: {type(err).__name__}: {err}"
+            return Trajectory.failed(error, job.config.failure_reward), {}
         traj._train_inputs = None
         return traj, arrays
 

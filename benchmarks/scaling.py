@@ -1,0 +1,137 @@
+"""Scaling curve of the three executors: in process, local worker processes, Ray actors.
+
+``--episodes`` concurrent 8-turn Sokoban vision episodes against an engine with 50 ms latency, for
+the in-process executor and for the local pool and the Ray pool at n = 1, 2, 4, ... up to the cores
+available, all through the one executor interface (``ExecutorConfig.build``). Per run: turns/s; the
+one-core sequential rate (the same episodes played one at a time on one thread, training tensors
+included, measured just before and just after the run) times n; their ratio; the caller's CPU per
+episode (this process: its loop, its reader threads, Ray's driver threads); the caller's loop's
+longest stall (largest gap between ticks of a 10 ms heartbeat).
+
+Run: ``.venv/bin/python benchmarks/scaling.py`` (needs the ``ray`` extra; a few minutes on 2 cores).
+
+On the 2-core machine this was written on (shared with other jobs; the 16-core run is still to do):
+
+| executor | turns/s | sequential rate x n, turns/s | ratio | caller CPU per episode, ms | longest stall, ms |
+|---|---|---|---|---|---|
+| in process | 709 | 1047 | 0.68 | 10.80 | 1629.0 |
+| local pool, 1 processes | 785 | 1045 | 0.75 | 1.85 | 15.5 |
+| local pool, 2 processes | 876 | 1763 | 0.50 | 2.27 | 62.7 |
+| Ray pool, 1 actors | 496 | 900 | 0.55 | 3.22 | 19.9 |
+| Ray pool, 2 actors | 450 | 1991 | 0.23 | 3.05 | 60.4 |
+
+With n = cores the pool competes with the caller, Ray's own processes and the baseline for the same
+two cores, so only n <= cores - 1 is held to the 0.80 target. An actor spends about 5 ms per
+episode putting its 5.4 MB of float ``pixel_values`` into the object store (``ray.put`` of one
+trajectory, measured alone); where the caller's 3 ms per episode on Ray go (Ray serializes a
+trajectory in 0.3 ms) is not broken down yet. Neither target is met here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import os
+import resource
+
+from rollout_overhead import (
+    QWEN_MAX_PIXELS,
+    QWEN_MIN_PIXELS,
+    SOKOBAN,
+    answers,
+    drive,
+    sequential_cpu_per_turn,
+)
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.episode import EpisodeConfig
+from vlm_envs.rollout.executors import ExecutorConfig
+from vlm_envs.rollout.trajectory import Trajectory
+from vlm_envs.rollout.workers import EpisodeJob
+from vlm_envs.testing import ScriptedEngine, build_tiny_processor
+
+#: Ray's object store for the local cluster this script starts (small: the machine may be shared).
+OBJECT_STORE_BYTES = 500_000_000
+
+
+def caller_cpu() -> float:
+    """CPU seconds of this process (every thread), without its children."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime
+
+
+def measure(codec: ChatCodec, config: ExecutorConfig, args: argparse.Namespace) -> dict[str, float]:
+    """One run of ``args.episodes`` concurrent episodes on the executor ``config`` names."""
+    make_engine = functools.partial(ScriptedEngine, answers(codec), args.latency)
+    if config.in_process:  # in process the engine is the caller's; one object serves every episode
+        engine = make_engine()
+        make_engine = lambda: engine  # noqa: E731
+    episode = EpisodeConfig(max_turns=args.turns, max_new_tokens=32)
+    executor = config.build(codec, make_engine)
+    n = max(config.workers, config.ray_actors, 1)
+
+    async def warm_up() -> None:  # start the workers or actors (imports, codec) outside the measurement
+        jobs = [EpisodeJob("sokoban", SOKOBAN, seed=-1 - i, config=episode) for i in range(2 * n)]
+        await asyncio.gather(*(executor.run(job) for job in jobs))
+
+    async def play(seed: int) -> Trajectory:
+        return await executor.run(EpisodeJob("sokoban", SOKOBAN, seed=seed, config=episode))
+
+    with executor:
+        asyncio.run(warm_up())
+        cpu = caller_cpu()
+        result = asyncio.run(drive(play, args.episodes))
+        result["caller_cpu"] = caller_cpu() - cpu
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=2000)
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--max-n", type=int, default=os.cpu_count() or 1, help="largest pool size")
+    parser.add_argument("--executors", default="in-process,local,ray", help="which to run, comma-separated")
+    args = parser.parse_args()
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster: no token in ~/.ray
+    import ray
+
+    cores = os.cpu_count() or 1
+    ray.init(
+        num_cpus=cores, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False
+    )
+    codec = ChatCodec(build_tiny_processor(min_pixels=QWEN_MIN_PIXELS, max_pixels=QWEN_MAX_PIXELS))
+    sizes = [n for n in (2**k for k in range(8)) if n < args.max_n] + [args.max_n]
+    chosen = set(args.executors.split(","))
+    runs: list[tuple[str, int, ExecutorConfig]] = [("in process", 1, ExecutorConfig())] * (
+        "in-process" in chosen
+    )
+    runs += [(f"local pool, {n} processes", n, ExecutorConfig(workers=n)) for n in sizes if "local" in chosen]
+    runs += [(f"Ray pool, {n} actors", n, ExecutorConfig(ray_actors=n)) for n in sizes if "ray" in chosen]
+
+    print(
+        f"{args.episodes} concurrent {args.turns}-turn Sokoban vision episodes, engine latency "
+        f"{args.latency * 1e3:.0f} ms, {cores} cores. Sequential: CPU per turn of the same episodes "
+        "played one at a time on one thread (before, after the run); ideal = n / its mean.\n"
+    )
+    print(
+        "| executor | turns/s | sequential rate x n, turns/s | ratio (target >= 0.80 for n <= cores - 1) "
+        "| caller CPU per episode, ms (target <= 0.3) | longest stall of the caller's loop, ms |"
+    )
+    print("|---|---|---|---|---|---|")
+    for k, (name, n, config) in enumerate(runs):
+        before = sequential_cpu_per_turn(codec.processor, 200, args.turns, first_seed=10_000 + 1000 * k)
+        r = measure(codec, config, args)
+        after = sequential_cpu_per_turn(codec.processor, 200, args.turns, first_seed=50_000 + 1000 * k)
+        ideal = n / ((before + after) / 2)
+        rate = r["turns"] / r["wall"]
+        print(
+            f"| {name} | {rate:.0f} | {ideal:.0f} ({before * 1e3:.2f}, {after * 1e3:.2f} ms) "
+            f"| {rate / ideal:.2f} | {r['caller_cpu'] / args.episodes * 1e3:.2f} | {r['max_stall_ms']:.1f} |",
+            flush=True,
+        )
+    ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()
