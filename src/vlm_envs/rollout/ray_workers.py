@@ -21,7 +21,6 @@ import itertools
 import os
 import threading
 import warnings
-import weakref
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -31,15 +30,13 @@ import torch
 from ray.exceptions import RayActorError
 
 from vlm_envs.rollout import contract
+from vlm_envs.rollout.aborts import AbortWatch
 from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec, play_job
 
 __all__ = ["RayEpisodeWorkers"]
 
-#: How often the callers' abort flags are polled while episodes run on actors (seconds): slime's
-#: flag is a plain attribute, so there is no future to wait on.
-ABORT_POLL_S = 0.05
 #: Calls an actor serves beside its episodes (aborts), so an abort never waits for a slot.
 SPARE_CALLS = 16
 
@@ -152,10 +149,7 @@ class RayEpisodeWorkers:
         self._free: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = deque()
         self._ids = itertools.count()
         self._closing = False
-        self._watched: dict[int, tuple[Any, Callable[[], bool]]] = {}
-        self._watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._aborts = AbortWatch(lambda actor, job_id: actor.abort.remote(job_id))
 
     @property
     def actors(self) -> int:
@@ -181,9 +175,7 @@ class RayEpisodeWorkers:
             return Trajectory.failed(f"ray: {type(err).__name__}: {err}", job.config.failure_reward)
         try:
             ref = actor.play.remote(job_id, job)
-            if should_abort is not None:
-                self._watched[job_id] = (actor, should_abort)
-                self._watch(asyncio.get_running_loop())
+            self._aborts.watch(job_id, actor, should_abort)
             traj, arrays = await ref
         except RayActorError as err:
             self._replace(index, actor)
@@ -194,7 +186,7 @@ class RayEpisodeWorkers:
                 f"ray: {type(err).__name__}: {_one_line(err)}", job.config.failure_reward
             )
         finally:
-            self._watched.pop(job_id, None)
+            self._aborts.forget(job_id)
             self._release(index)
         if arrays:
             traj._train_inputs = {key: _as_tensor(value) for key, value in arrays.items()}
@@ -264,27 +256,6 @@ class RayEpisodeWorkers:
                 self._actors[index] = None
                 if not self._closing:
                     self._actor(index)
-
-    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
-        task = self._watchers.get(loop)
-        if task is None or task.done():
-            self._watchers[loop] = loop.create_task(self._poll_aborts())
-
-    async def _poll_aborts(self) -> None:
-        """One task polls every caller's abort flag (each distinct flag once per tick)."""
-        while self._watched:
-            await asyncio.sleep(ABORT_POLL_S)
-            flags: dict[int, bool] = {}
-            for job_id, (actor, should_abort) in list(self._watched.items()):
-                key = id(should_abort)
-                if key not in flags:
-                    try:
-                        flags[key] = bool(should_abort())
-                    except Exception:  # a broken flag does not abort anything
-                        flags[key] = False
-                if flags[key]:
-                    actor.abort.remote(job_id)
-                    self._watched.pop(job_id, None)
 
 
 def _wake(waiter: asyncio.Future) -> None:

@@ -23,10 +23,10 @@ import multiprocessing
 import pickle
 import threading
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any
 
+from vlm_envs.rollout.aborts import AbortWatch
 from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.worker_process import (
@@ -39,9 +39,6 @@ from vlm_envs.rollout.worker_process import (
 )
 
 __all__ = ["EpisodeJob", "EpisodeWorkers"]
-
-#: How often the callers' abort flags are polled while episodes run in workers (seconds).
-ABORT_POLL_S = 0.05
 
 
 class EpisodeWorkers:
@@ -75,10 +72,7 @@ class EpisodeWorkers:
         self._workers: list[_Worker | None] = [None] * processes
         self._lock = threading.Lock()
         self._ids = itertools.count()
-        self._watched: dict[int, tuple[_Worker, Callable[[], bool]]] = {}
-        self._watchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Task] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._aborts = AbortWatch(lambda worker, job_id: worker.abort(job_id))
         self._broken: str | None = None
         self._closed = threading.Event()
         self._watchdog: threading.Thread | None = None
@@ -111,13 +105,11 @@ class EpisodeWorkers:
             return Trajectory.failed(f"worker: {type(err).__name__}: {err}", job.config.failure_reward)
         if future is None:
             return Trajectory.failed("worker: workers kept ending before taking the episode")
-        if should_abort is not None:
-            self._watched[job_id] = (worker, should_abort)
-            self._watch(loop)
+        self._aborts.watch(job_id, worker, should_abort)
         try:
             return await future
         finally:
-            self._watched.pop(job_id, None)
+            self._aborts.forget(job_id)
 
     def close(self) -> None:
         """Stop the workers; running episodes end FAILED. A later :meth:`run` starts them again."""
@@ -172,27 +164,6 @@ class EpisodeWorkers:
 
     def _on_fatal(self, error: str) -> None:
         self._broken = f"worker: {error}"
-
-    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
-        task = self._watchers.get(loop)
-        if task is None or task.done():
-            self._watchers[loop] = loop.create_task(self._poll_aborts())
-
-    async def _poll_aborts(self) -> None:
-        """One task polls every caller's abort flag (each distinct flag once per tick)."""
-        while self._watched:
-            await asyncio.sleep(ABORT_POLL_S)
-            flags: dict[int, bool] = {}
-            for job_id, (worker, should_abort) in list(self._watched.items()):
-                key = id(should_abort)
-                if key not in flags:
-                    try:
-                        flags[key] = bool(should_abort())
-                    except Exception:  # a broken flag does not abort anything
-                        flags[key] = False
-                if flags[key]:
-                    worker.abort(job_id)
-                    self._watched.pop(job_id, None)
 
 
 class _Pending:
