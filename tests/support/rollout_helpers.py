@@ -6,6 +6,7 @@ import math
 from types import SimpleNamespace
 from typing import Any
 
+from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.testing import Fault, SGLangTestServer
@@ -35,71 +36,23 @@ def script(server: SGLangTestServer, codec: ChatCodec, *texts: str, eos: bool = 
 
 
 def assert_trainer_invariants(traj: Trajectory, codec: ChatCodec) -> None:
-    """What slime's trainer checks: lengths, mask on generated tokens only, image blocks and tensors.
-
-    Failed trajectories included: every id in ``[0, vocab)``, log probs finite and ``<= 0`` under
-    mask 1 and 0.0 elsewhere, and exactly the generated tokens the turn records count under mask 1.
-    """
-    n = traj.response_length
-    assert len(traj.loss_mask) == len(traj.log_probs) == n == len(traj.tokens) - len(traj.prompt_ids)
-    vocab = len(codec.tokenizer)
-    assert all(type(t) is int and 0 <= t < vocab for t in traj.tokens)
-    for mask, lp in zip(traj.loss_mask, traj.log_probs, strict=True):
-        assert type(lp) is float and math.isfinite(lp) and (lp <= 0.0 if mask else lp == 0.0)
+    """The Sample contract (:mod:`vlm_envs.rollout.contract`), failed trajectories included, and what
+    a trajectory adds: the mask follows its segments, exactly the generated tokens the turn records
+    count are under mask 1, and the training tensors hold one grid per image."""
+    assert contract.trajectory_violations(traj, codec.token_space) == []
+    assert all(type(lp) is float for lp in traj.log_probs)
     assert sum(traj.loss_mask) == sum(t.generated_tokens for t in traj.turns)
     offset = 0
     for seg in traj.segments:
         assert traj.loss_mask[offset : offset + len(seg.ids)] == [int(seg.trainable)] * len(seg.ids)
-        if not seg.trainable:
-            assert traj.log_probs[offset : offset + len(seg.ids)] == [0.0] * len(seg.ids)
         offset += len(seg.ids)
-    assert all(math.isfinite(lp) for lp in traj.log_probs)
-    # every image block: prod(grid)/merge^2 pad tokens, blocks in the order of the grids
-    pad = codec.image_token_id
-    runs, tokens, i = [], traj.tokens, 0
-    while i < len(tokens):
-        if tokens[i] == pad:
-            j = i
-            while j < len(tokens) and tokens[j] == pad:
-                j += 1
-            runs.append(j - i)
-            i = j
-        else:
-            i += 1
     inputs = traj.train_inputs()
     grids = inputs["image_grid_thw"].tolist() if inputs else []
-    assert runs == [math.prod(g) // 4 for g in grids]
     assert len(grids) == len(traj.images)
     if inputs:
         assert inputs["pixel_values"].shape[0] == sum(math.prod(g) for g in grids)
-    assert not any(t in codec.special_image_ids for seg in traj.segments if seg.trainable for t in seg.ids)
 
 
 def assert_sample_invariants(sample: Any, codec: ChatCodec) -> None:
-    """:func:`assert_trainer_invariants` on a filled slime Sample (what the hook hands the trainer)."""
-    n = sample.response_length
-    assert len(sample.loss_mask) == len(sample.rollout_log_probs) == n <= len(sample.tokens)
-    assert all(math.isfinite(lp) for lp in sample.rollout_log_probs)
-    assert all(lp == 0.0 for lp, m in zip(sample.rollout_log_probs, sample.loss_mask, strict=True) if m == 0)
-    inputs = sample.multimodal_train_inputs or {}
-    grids = inputs["image_grid_thw"].tolist() if inputs else []
-    assert _pad_runs(sample.tokens, codec.image_token_id) == [math.prod(g) // 4 for g in grids]
-    if inputs:
-        assert inputs["pixel_values"].shape[0] == sum(math.prod(g) for g in grids)
-    response = sample.tokens[len(sample.tokens) - n :]
-    generated = [t for t, m in zip(response, sample.loss_mask, strict=True) if m == 1]
-    assert not any(t in codec.special_image_ids for t in generated)
-
-
-def _pad_runs(tokens: list[int], pad: int | None) -> list[int]:
-    runs, i = [], 0
-    while i < len(tokens):
-        if tokens[i] == pad:
-            j = i
-            while j < len(tokens) and tokens[j] == pad:
-                j += 1
-            runs.append(j - i)
-            i = j
-        else:
-            i += 1
-    return runs
+    """The Sample contract on a filled slime Sample (what the hook hands the trainer)."""
+    assert contract.sample_violations(sample, codec.token_space) == []
