@@ -28,8 +28,10 @@ import io
 import itertools
 import multiprocessing
 import os
+import queue
 import resource
 import statistics
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -46,6 +48,8 @@ from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 # Qwen2.5-VL's default processor limits (preprocessor_config.json of the released checkpoints).
 QWEN_MIN_PIXELS = 56 * 56
 QWEN_MAX_PIXELS = 28 * 28 * 1280
+#: Floats per 4 KiB memory page: reading one per page maps every page of a tensor.
+PAGE_FLOATS = 4096 // 4
 MOVES = ("Up", "Down")  # back and forth: Sokoban revisits states, as policies often do
 
 
@@ -180,12 +184,18 @@ def sequential_cpu_per_turn(processor: Any, episodes: int, turns: int, first_see
 
 async def drive(play: Callable[[int], Awaitable[Trajectory]], episodes: int) -> dict[str, float]:
     """Run ``episodes`` at once with a 10 ms heartbeat on this loop; ``play`` gives each finished
-    trajectory with its training tensors made (off the loop, as the slime hook has them made)."""
+    trajectory with its training tensors made (off the loop, as the slime hook has them made).
+
+    Each trajectory then goes to a "trainer" thread that reads one float per page of its
+    ``pixel_values`` and drops it, as a trainer would use and free it. ``caller_cpu`` is the CPU
+    of this process over the run without that thread's, which is ``trainer_cpu``.
+    """
     gc.collect()
     gc.freeze()  # long-lived objects (model code, processor) out of the collector's way, as a trainer would
     loop = asyncio.get_running_loop()
     gaps: list[float] = []
     done = asyncio.Event()
+    trainer = _Trainer()
 
     async def heartbeat() -> None:
         last = loop.time()
@@ -202,17 +212,53 @@ async def drive(play: Callable[[int], Awaitable[Trajectory]], episodes: int) -> 
         traj = await play(seed)
         if traj.status not in (Status.COMPLETED, Status.TRUNCATED):
             raise RuntimeError(f"episode {seed} ended {traj.status.value}: {traj.error}")
-        traj.train_inputs()  # made by now, off this loop: a check that the run paid for them
+        if traj._train_inputs is None:  # made by now, off this loop: the run must have paid for them
+            raise RuntimeError(f"episode {seed} came back without its training tensors")
         turns += len(traj.turns)
+        trainer.take(traj)
 
     beat = asyncio.create_task(heartbeat())
-    wall = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     await asyncio.gather(*(one(seed) for seed in range(episodes)))
-    wall = time.perf_counter() - wall
+    trainer_cpu = trainer.finish()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     done.set()
     await beat
     gc.unfreeze()
-    return {"turns": turns, "wall": wall, "max_stall_ms": max(gaps) * 1e3}
+    return {
+        "turns": turns,
+        "wall": wall,
+        "max_stall_ms": max(gaps) * 1e3,
+        "caller_cpu": cpu - trainer_cpu,
+        "trainer_cpu": trainer_cpu,
+    }
+
+
+class _Trainer:
+    """A thread that reads and frees finished trajectories, timing itself."""
+
+    def __init__(self) -> None:
+        self.inbox: queue.SimpleQueue[Trajectory | None] = queue.SimpleQueue()
+        self.cpu = 0.0
+        self.thread = threading.Thread(target=self._run, name="bench-trainer")
+        self.thread.start()
+
+    def take(self, traj: Trajectory) -> None:
+        self.inbox.put(traj)
+
+    def finish(self) -> float:
+        """Wait for the queued trajectories; the thread's CPU seconds."""
+        self.inbox.put(None)
+        self.thread.join()
+        return self.cpu
+
+    def _run(self) -> None:
+        start = time.thread_time()
+        while (traj := self.inbox.get()) is not None:
+            pixels = traj.train_inputs()["pixel_values"].numpy().reshape(-1)
+            float(pixels[:: PAGE_FLOATS].sum())
+            del traj, pixels
+        self.cpu = time.thread_time() - start
 
 
 def cpu_seconds() -> float:

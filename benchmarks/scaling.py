@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import functools
 import os
-import resource
 
 from rollout_overhead import (
     QWEN_MAX_PIXELS,
@@ -52,12 +51,6 @@ from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 
 #: Ray's object store for the local cluster this script starts (small: the machine may be shared).
 OBJECT_STORE_BYTES = 500_000_000
-
-
-def caller_cpu() -> float:
-    """CPU seconds of this process (every thread), without its children."""
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    return own.ru_utime + own.ru_stime
 
 
 def measure(codec: ChatCodec, config: ExecutorConfig, args: argparse.Namespace) -> dict[str, float]:
@@ -79,10 +72,7 @@ def measure(codec: ChatCodec, config: ExecutorConfig, args: argparse.Namespace) 
 
     with executor:
         asyncio.run(warm_up())
-        cpu = caller_cpu()
-        result = asyncio.run(drive(play, args.episodes))
-        result["caller_cpu"] = caller_cpu() - cpu
-    return result
+        return asyncio.run(drive(play, args.episodes))
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ from vlm_envs import build_env
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Status
-from vlm_envs.rollout.worker_process import dumps
+from vlm_envs.rollout.wire import dumps
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 from vlm_envs.testing import ScriptedEngine
 

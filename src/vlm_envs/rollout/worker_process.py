@@ -2,8 +2,9 @@
 
 The caller side is :class:`~vlm_envs.rollout.workers.EpisodeWorkers`. Messages both ways are
 pickled ``(kind, job_id, payload)`` tuples: ``run``/``abort``/``stop`` to the worker;
-``ready``/``fatal``/``alive``/``done`` back, ``done`` carrying the finished trajectory with its
-tensors as plain buffers. Env steps run inline on the worker's loop: that is what the worker is for.
+``ready``/``fatal``/``alive``/``done`` back (:mod:`vlm_envs.rollout.wire` messages), ``done``
+carrying the finished trajectory with its training tensors in shared memory. Env steps run
+inline on the worker's loop: that is what the worker is for.
 """
 
 from __future__ import annotations
@@ -12,16 +13,11 @@ import asyncio
 import contextlib
 import dataclasses
 import gc
-import io
 import os
 import pickle
-import queue
-import threading
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
-
-import torch
 
 from vlm_envs.registry import build_env
 from vlm_envs.rollout.codec import ChatCodec
@@ -29,9 +25,10 @@ from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.episode import INLINE, EpisodeConfig, run_episode
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import Trajectory
+from vlm_envs.rollout.wire import SEND_TIMEOUT_S, Sender, pack
 
 #: How long a stopping worker gets to finish before it is killed (seconds).
-STOP_TIMEOUT_S = 5.0
+STOP_TIMEOUT_S = SEND_TIMEOUT_S
 #: How often a worker's event loop says it is alive (seconds).
 ALIVE_EVERY_S = 1.0
 #: Added to a worker's niceness: when the caller's loop and a worker both want a core, the loop
@@ -65,51 +62,7 @@ class WorkerSpec:
     cache_bytes: int
 
 
-class Sender:
-    """Writes messages on its own thread, so a peer slow to read never blocks an event loop."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._run, daemon=True, name="vlm-envs-worker-sender")
-        self.thread.start()
-
-    def put(self, data: bytes) -> None:
-        self.outbox.put(data)
-
-    def close(self) -> None:
-        """Send what is queued, then stop."""
-        self.outbox.put(None)
-        self.thread.join(timeout=STOP_TIMEOUT_S)
-
-    def _run(self) -> None:
-        while (data := self.outbox.get()) is not None:
-            try:
-                self.conn.send_bytes(data)
-            except (OSError, ValueError):  # the peer is gone; its reader reports why
-                return
-
-
-class _BufferPickler(pickle.Pickler):
-    """Pickles CPU tensors as numpy buffers (a memcpy) instead of torch's ``torch.save`` path."""
-
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is torch.Tensor and obj.device.type == "cpu" and not obj.requires_grad:
-            try:
-                return torch.from_numpy, (obj.numpy(),)
-            except (TypeError, RuntimeError):  # a dtype numpy lacks (bfloat16): torch's own way
-                return NotImplemented
-        return NotImplemented
-
-
-def dumps(obj: Any) -> bytes:
-    """``obj`` pickled for the trip from a worker (protocol 5, tensors as buffers)."""
-    buf = io.BytesIO()
-    _BufferPickler(buf, protocol=5).dump(obj)
-    return buf.getvalue()
-
-
-ALIVE = dumps(("alive", 0, None))
+ALIVE = pack(("alive", 0, None))[0]
 
 
 def worker_main(conn: Connection, spec: WorkerSpec) -> None:
@@ -121,10 +74,10 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
         codec = ChatCodec(spec.processor, chat_template=spec.chat_template, cache_bytes=spec.cache_bytes)
         engine = spec.make_engine()
     except Exception as err:
-        sender.put(dumps(("fatal", 0, f"{type(err).__name__}: {err}")))
+        sender.put(*pack(("fatal", 0, f"{type(err).__name__}: {err}")))
         sender.close()
         return
-    sender.put(dumps(("ready", 0, None)))
+    sender.put(*pack(("ready", 0, None)))
     # This process is ours: what it holds now (torch, transformers, the processor) lives as long as
     # it does, so full collections need not walk it with hundreds of episodes in flight.
     gc.collect()
@@ -144,12 +97,17 @@ async def _serve(conn: Connection, codec: ChatCodec, engine: Engine, args: Any, 
     async def play(job_id: int, job: EpisodeJob) -> None:
         traj = await play_job(job_id, job, codec, engine, args, aborted)
         aborted.discard(job_id)
+        try:  # the training tensors, made here: they reach the caller in shared memory
+            traj.train_inputs()
+        except Exception as err:  # e.g. out of memory: the episode fails, the worker goes on
+            error = f"worker: training tensors: {type(err).__name__}: {err}"
+            traj = Trajectory.failed(error, job.config.failure_reward)
         try:
-            data = dumps(("done", job_id, traj))
+            message = pack(("done", job_id, traj))
         except Exception as err:  # e.g. an env that put an unpicklable object in its info
             error = f"worker: the trajectory cannot be sent back: {type(err).__name__}: {err}"
-            data = dumps(("done", job_id, Trajectory.failed(error, job.config.failure_reward)))
-        sender.put(data)
+            message = pack(("done", job_id, Trajectory.failed(error, job.config.failure_reward)))
+        sender.put(*message)
 
     def on_readable() -> None:
         try:

@@ -4,8 +4,9 @@ The per-turn work of an episode (env step, chat template, image processing, payl
 Python's GIL, so one process tops out near one core however many episodes wait on the engine.
 :class:`EpisodeWorkers` starts ``processes`` spawned workers, each with its own event loop, codec
 and engine client, and plays whole episodes there with the env steps inline on the worker's loop:
-one message out per episode (what to play) and one back (the finished :class:`Trajectory`,
-tensors as raw buffers). The caller's event loop only waits, so it stays responsive.
+one message out per episode (what to play) and one back (the finished :class:`Trajectory` with
+its training tensors, made in the worker and mapped here from shared memory without a copy,
+see :mod:`vlm_envs.rollout.wire`). The caller's event loop only waits, so it stays responsive.
 
 A worker that dies fails its running episodes (FAILED, with the exit code) and is started again
 for the next ones; so does a worker whose loop has not said it is alive for ``stuck_after_s`` (an
@@ -29,14 +30,8 @@ from typing import Any
 from vlm_envs.rollout.aborts import AbortWatch
 from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.worker_process import (
-    ALIVE_EVERY_S,
-    STOP_TIMEOUT_S,
-    EpisodeJob,
-    Sender,
-    WorkerSpec,
-    worker_main,
-)
+from vlm_envs.rollout.wire import Receiver, Sender
+from vlm_envs.rollout.worker_process import ALIVE_EVERY_S, STOP_TIMEOUT_S, EpisodeJob, WorkerSpec, worker_main
 
 __all__ = ["EpisodeJob", "EpisodeWorkers"]
 
@@ -107,7 +102,7 @@ class EpisodeWorkers:
             return Trajectory.failed("worker: workers kept ending before taking the episode")
         self._aborts.watch(job_id, worker, should_abort)
         try:
-            return await future
+            return (await future).pop()
         finally:
             self._aborts.forget(job_id)
 
@@ -191,6 +186,7 @@ class _Worker:
         self.killed_because: str | None = None
         self.last_heard: float | None = None  # monotonic time of the last message, once it is ready
         self.sender = Sender(self.conn)
+        self.receiver = Receiver(self.conn)
         self.reader = threading.Thread(target=self._read, daemon=True, name="vlm-envs-worker-reader")
         self.reader.start()
 
@@ -199,7 +195,8 @@ class _Worker:
         return not self.ended
 
     def submit(self, job_id: int, job: EpisodeJob, loop: asyncio.AbstractEventLoop) -> asyncio.Future | None:
-        """The future of the job's trajectory, or ``None`` if this worker has ended."""
+        """The future of a one-item list holding the job's trajectory, or ``None`` if this worker
+        has ended."""
         data = pickle.dumps(("run", job_id, job), protocol=5)  # an unpicklable job fails here, at once
         future = loop.create_future()
         with self.lock:
@@ -227,10 +224,13 @@ class _Worker:
         reason, ready, fatal = "the worker process ended", False, False
         try:
             while True:
-                kind, job_id, payload = pickle.loads(self.conn.recv_bytes())
+                kind, job_id, payload = self.receiver.recv()
                 self.last_heard = time.monotonic() if ready or kind == "ready" else None
                 if kind == "done":
-                    self._settle(job_id, payload)
+                    # handed over in a box that the caller empties: this thread (which holds the
+                    # future a while) keeps no reference, so the caller frees the trajectory (5 MB)
+                    box, payload = [payload], None
+                    self._settle(job_id, box)
                 elif kind == "ready":
                     ready = True
                 elif kind == "fatal":
@@ -250,17 +250,13 @@ class _Worker:
             self.ended = True
             orphans, self.pending = self.pending, {}
         for entry in orphans.values():
-            _resolve(entry, Trajectory.failed(f"worker: {reason} (exit code {code})"))
+            _resolve(entry, [Trajectory.failed(f"worker: {reason} (exit code {code})")])
 
-    def _settle(self, job_id: int, traj: Trajectory) -> None:
+    def _settle(self, job_id: int, box: list[Trajectory]) -> None:
         with self.lock:
             entry = self.pending.pop(job_id, None)
         if entry is not None:
-            try:  # the training tensors, made here rather than on the caller's loop
-                traj.train_inputs()
-            except Exception as err:  # e.g. out of memory: the episode fails, the caller goes on
-                traj = Trajectory.failed(f"worker: training tensors: {type(err).__name__}: {err}")
-            _resolve(entry, traj)
+            _resolve(entry, box)
 
     def close(self) -> None:
         self.closing = True
@@ -270,13 +266,16 @@ class _Worker:
         if self.process.is_alive():
             self.process.kill()
         self.reader.join(timeout=STOP_TIMEOUT_S)
+        self.receiver.close()
         self.conn.close()
 
 
-def _resolve(entry: _Pending, traj: Trajectory) -> None:
+def _resolve(entry: _Pending, box: list[Trajectory]) -> None:
+    """Settle ``entry`` on its loop with ``box``, which :meth:`EpisodeWorkers.run` empties."""
+
     def settle() -> None:
         if not entry.future.done():
-            entry.future.set_result(traj)
+            entry.future.set_result(box)
 
     with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody is waiting
         entry.loop.call_soon_threadsafe(settle)
