@@ -3,6 +3,7 @@ policy on actors, and a driver killed with SIGKILL then resumed with nothing los
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -15,6 +16,9 @@ import pytest
 import ray
 
 from vlm_envs.cli import main
+from vlm_envs.eval import EvalConfig, PolicyOptions
+from vlm_envs.eval.config import RayPlacement
+from vlm_envs.eval.ray_episodes import RayEpisodes
 from vlm_envs.testing import Fault, SGLangTestServer, build_tiny_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,6 +66,52 @@ def test_the_sglang_policy_on_actors_plays_as_locally(
     assert len(sglang_server.requests) == sum(r["num_turns"] for r in played)
     assert main([*argv, "--out", str(local)]) == 0
     assert played == sorted(records(local), key=lambda r: r["episode"])  # greedy: the same replies
+
+
+def test_a_killed_actor_fails_its_episodes_with_the_cause_and_is_replaced(
+    ray_cluster: str, sglang_server: SGLangTestServer, tokenizer_dir: str, tmp_path: Path
+) -> None:
+    url = sglang_server.url
+    config = EvalConfig(
+        env="sokoban",
+        policy=f"sglang:{url}",
+        n=6,
+        out=tmp_path,
+        max_turns=2,
+        env_config={"render_mode": "text"},
+        options=PolicyOptions(tokenizer=tokenizer_dir, max_tokens=6),
+        ray=RayPlacement(actors=2, actor_cpus=0.25),
+    )
+    runner = RayEpisodes(config, f"sglang:{url}")
+
+    async def play() -> tuple[list, list, bool]:
+        await runner.start()
+        try:
+            sglang_server.inject(Fault("delay", seconds=1.0), times=100)
+            # fewest in flight first: episodes 0 and 2 go to actor 0, 1 and 3 to actor 1
+            tasks = [asyncio.ensure_future(runner.play(i)) for i in range(4)]
+            await asyncio.sleep(0.5)
+            killed = runner._actors[0]
+            ray.kill(killed)
+            first = await asyncio.wait_for(asyncio.gather(*tasks), 120)
+            replaced = runner._actors[0] is not killed
+            sglang_server.clear_faults()
+            # episode 4 goes to the replacement in slot 0
+            again = await asyncio.wait_for(asyncio.gather(runner.play(4), runner.play(5)), 120)
+            return first, again, replaced
+        finally:
+            sglang_server.clear_faults()
+            await runner.close()
+
+    first, again, replaced = asyncio.run(play())
+    assert [f.index for f in first] == [0, 1, 2, 3] and [f.record["episode"] for f in first] == [0, 1, 2, 3]
+    for lost in (first[0], first[2]):
+        assert lost.record["status"] == "failed" and "ActorDiedError" in lost.record["error"]
+        assert lost.record["seed"] == lost.index and lost.record["reward"] == 0.0
+    assert all(f.record["status"] != "failed" for f in (first[1], first[3], *again)), [
+        f.record for f in again
+    ]
+    assert replaced
 
 
 def _free_cpus() -> float:
