@@ -3,12 +3,15 @@ every server checked at start, and the two ways of naming servers kept apart."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from vlm_envs.cli import main
 from vlm_envs.eval.balance import LeastInFlight
@@ -119,3 +122,61 @@ def test_conflicting_or_missing_server_options_are_usage_errors(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "out").exists()
+
+
+class SlowChatServer:
+    """``/v1/chat/completions`` answering ``<answer>Up</answer>`` after a pause (requests overlap)."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.loop = asyncio.new_event_loop()
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._complete)
+        app.router.add_get("/v1/models", lambda r: web.json_response({"data": []}))
+        self.runner = web.AppRunner(app)
+        self.loop.run_until_complete(self.runner.setup())
+        self.loop.run_until_complete(web.SockSite(self.runner, sock).start())
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    async def _complete(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        await asyncio.sleep(2.0)
+        message = {"role": "assistant", "content": "<answer>Up</answer>"}
+        return web.json_response({"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]})
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def test_the_openai_policy_balances_over_its_urls_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    servers = [SlowChatServer(), SlowChatServer()]
+    try:
+        urls = [flag for s in servers for flag in ("--base-url", s.url)]
+        out = tmp_path / "openai"
+        argv = [
+            "eval",
+            "sokoban",
+            "--policy",
+            "openai",
+            *urls,
+            "--model",
+            "m",
+            "-n",
+            "4",
+            "--concurrency",
+            "4",
+        ]
+        argv += ["--max-turns", "1", "--out", str(out), "--quiet"]
+        assert main(argv) == 0, capsys.readouterr().err
+    finally:
+        for server in servers:
+            server.stop()
+    assert [s.requests for s in servers] == [2, 2]  # four at once: two in flight on each
