@@ -101,7 +101,14 @@ def cmd_play(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate a policy on an env and write results, summary and report."""
     from vlm_envs.eval.policies import PolicyOptions
-    from vlm_envs.eval.runner import EvalConfig, EvalError, recorded_run, run_eval
+    from vlm_envs.eval.runner import EvalConfig, EvalError, RayPlacement, recorded_run, run_eval
+
+    if args.ray is None and (args.actors is not None or args.actor_cpus is not None):
+        raise UsageError("--actors and --actor-cpus place episodes on Ray actors: give them with --ray")
+    ray = None
+    if args.ray is not None:
+        cpus = 1.0 if args.actor_cpus is None else args.actor_cpus
+        ray = RayPlacement(actors=args.actors, address=args.ray or None, actor_cpus=cpus)
 
     kind = args.policy.partition(":")[0]
     out = Path(args.out) if args.out else Path("runs") / f"{args.env}-{kind}"
@@ -124,6 +131,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         read_timeout=args.read_timeout,
         turn_timeout=args.turn_timeout,
         history=args.history,
+        base_urls=tuple(args.base_url),
     )
     config = EvalConfig(
         env=args.env,
@@ -137,6 +145,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         report=args.report,
         env_config=_env_config(args.config),
         options=options,
+        ray=ray,
     )
     try:
         summary = run_eval(config, progress_stream=None if args.quiet else sys.stderr)
@@ -226,7 +235,16 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--policy",
         required=True,
-        help="oracle (or: solver, reference) | random | openai:URL | sglang:URL",
+        help="oracle (or: solver, reference) | random | openai:URL | sglang:URL | openai | sglang "
+        "(these two with --base-url)",
+    )
+    ev.add_argument(
+        "--base-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="a server of --policy openai or sglang; repeat it to balance requests over several "
+        "(each request goes to the one with the fewest in flight)",
     )
     ev.add_argument(
         "-n",
@@ -263,6 +281,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="index.html with the frames embedded (default; the file alone can be shared) or linked "
         "to frames/ (a smaller page for big runs)",
     )
+    ev.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="play episodes on Ray actors: the cluster this process is connected to, else ADDRESS, "
+        "else a local one (needs the ray extra)",
+    )
+    ev.add_argument(
+        "--actors", type=int, default=None, help="with --ray: actors (default: as many as the cluster's CPUs)"
+    )
+    ev.add_argument("--actor-cpus", type=float, default=None, help="with --ray: CPUs per actor (default 1)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=cmd_eval)
 

@@ -40,6 +40,7 @@ class PolicyOptions:
     read_timeout: float = 60.0  # sglang: seconds a reply may make no progress
     turn_timeout: float = 300.0  # sglang: seconds per turn, retries included
     history: str = "full"  # sglang: what the model sees of past turns ("full" or "window:K")
+    base_urls: tuple[str, ...] = ()  # openai / sglang without ":URL": the servers to balance over
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,8 @@
 ``random`` (``env.random_response``) need no model. ``openai:BASE_URL`` talks to a chat server and
 needs only an HTTP client (extra ``openai``); ``sglang:URL`` plays through
 :func:`vlm_envs.rollout.episode.run_episode`, the token-in/token-out loop training uses (extra
-``rollout``).
+``rollout``). ``openai`` and ``sglang`` alone take their servers from ``PolicyOptions.base_urls``
+(repeated ``--base-url``) and balance requests over them.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from vlm_envs.eval.policies import OraclePolicy, Policy, PolicyError, PolicyOpti
 
 #: Names of the policy that plays ``env.oracle_response()``.
 ORACLE_NAMES = ("oracle", "solver", "reference")
-POLICY_KINDS = (*ORACLE_NAMES, "random", "openai:BASE_URL", "sglang:URL")
+POLICY_KINDS = (*ORACLE_NAMES, "random", "openai:BASE_URL", "sglang:URL", "openai", "sglang")
 #: The pyproject extra each model policy needs, and what it installs.
 EXTRAS = {"openai": ("openai", "aiohttp, no torch"), "sglang": ("rollout", "torch, transformers, aiohttp")}
 
@@ -24,24 +25,34 @@ EXTRAS = {"openai": ("openai", "aiohttp, no torch"), "sglang": ("rollout", "torc
 def build_policy(spec: str, options: PolicyOptions | None = None) -> Policy:
     """A policy from its command-line spelling (see :data:`POLICY_KINDS`)."""
     options = options or PolicyOptions()
-    if options.history != "full" and not spec.startswith("sglang:"):
+    kind, sep, url = spec.partition(":")
+    if options.history != "full" and kind != "sglang":
         raise PolicyError("--history applies to sglang:URL only (the other policies see every turn)")
+    if options.base_urls and (sep or kind not in ("openai", "sglang")):
+        if sep and kind in ("openai", "sglang"):
+            raise PolicyError(
+                f"--policy {spec} names its server and --base-url names more: give --policy {kind} "
+                f"with --base-url URL (repeatable), or --policy {kind}:URL alone"
+            )
+        raise PolicyError(f"--base-url is for --policy openai or sglang; --policy {spec!r} uses no server")
     scripted: dict[str, Callable[[], Policy]] = {
         **{name: functools.partial(OraclePolicy, name) for name in ORACLE_NAMES},
         "random": RandomPolicy,
     }
     if spec in scripted:
         return scripted[spec]()
-    kind, sep, url = spec.partition(":")
-    if sep and url and kind in ("openai", "sglang"):
+    if kind in ("openai", "sglang") and not sep and not options.base_urls:
+        raise PolicyError(f"--policy {kind} needs its server: {kind}:URL, or --base-url URL (repeatable)")
+    urls = options.base_urls or (url,)
+    if kind in ("openai", "sglang") and all(urls):
         try:
             if kind == "openai":
                 from vlm_envs.eval.openai_policy import OpenAIPolicy
 
-                return OpenAIPolicy(url, options)
+                return OpenAIPolicy(urls, options)
             from vlm_envs.eval.sglang_policy import SGLangPolicy
 
-            return SGLangPolicy(url, options)
+            return SGLangPolicy(urls, options)
         except ImportError as err:
             extra, what = EXTRAS[kind]
             raise PolicyError(

@@ -8,6 +8,7 @@ verdict on it and the observation that followed. Images are written as PNG files
 from __future__ import annotations
 
 import dataclasses
+import io
 import math
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,25 @@ def _observation_record(obs: Observation | None, episode: int, turn: int, out_di
             image.save(target, format="PNG")
         paths.append(rel)
     return {"text": obs.text, "role": obs.role, "images": paths, "image_slots": list(obs.image_slots)}
+
+
+def frame_files(result: EpisodeResult, episode: int) -> dict[str, bytes]:
+    """The PNG bytes of every observation image of an episode, by path relative to the output folder."""
+    files = {}
+    for k, turn in enumerate(result.turns):
+        for i, image in enumerate(turn.observation.images if turn.observation is not None else ()):
+            buffer = io.BytesIO()
+            image.save(buffer, format="PNG")
+            files[frame_path(episode, k, i)] = buffer.getvalue()
+    return files
+
+
+def write_frames(out_dir: Path, files: dict[str, bytes]) -> None:
+    """Write :func:`frame_files` under ``out_dir``."""
+    for rel, data in files.items():
+        target = out_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
 
 
 def to_record(

@@ -12,26 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import sys
-import types
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from vlm_envs.eval.config import EvalConfig, RayPlacement, make_env
+from vlm_envs.eval.episodes import EpisodeRunner, LocalEpisodes
 from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock
-from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions
+from vlm_envs.eval.policies import Policy, PolicyError
 from vlm_envs.eval.policy_kinds import build_policy
 from vlm_envs.eval.progress import Progress
-from vlm_envs.eval.records import EpisodeResult, TurnResult, json_safe, to_record
+from vlm_envs.eval.records import json_safe, write_frames
 from vlm_envs.eval.summary import summarize
-from vlm_envs.protocol import DEFAULT_MAX_TURNS, Env
-from vlm_envs.registry import EnvLoadError, UnknownEnvError, build_env
+from vlm_envs.registry import EnvLoadError, UnknownEnvError
+
+__all__ = ["EvalConfig", "EvalError", "RayPlacement", "make_env", "read_results", "recorded_run", "run_eval"]
 
 RESULTS, SUMMARY, RUN, REPORT = "results.jsonl", "summary.json", "run.json", "index.html"
 #: ``run.json`` fields that must match for ``resume`` (``n`` may grow).
-_SAME_RUN_KEYS = ("env", "policy", "seed", "max_turns", "env_config")
+_SAME_RUN_KEYS = ("env", "policy", "seed", "max_turns", "env_config", "base_urls")
 
 
 class EvalError(Exception):
@@ -43,43 +43,6 @@ def one_line(err: BaseException, limit: int = 300) -> str:
     lines = [line.strip() for line in str(err).splitlines()]
     text = " ".join(line for line in lines if line and not line.startswith("For further information"))
     return (text or type(err).__name__)[:limit]
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalConfig:
-    """Everything one ``vlm-envs eval`` run needs."""
-
-    env: str
-    policy: str
-    n: int
-    out: Path
-    seed: int = 0
-    concurrency: int = 8
-    max_turns: int | None = None
-    resume: bool = False
-    report: str = "self-contained"  # or "linked" (see vlm_envs.report.REPORT_MODES)
-    env_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    options: PolicyOptions = dataclasses.field(default_factory=PolicyOptions)
-
-    def run_info(self) -> dict[str, Any]:
-        """What ``run.json`` records."""
-        return json_safe(
-            {
-                "env": self.env,
-                "policy": self.policy,
-                "n": self.n,
-                "seed": self.seed,
-                "max_turns": self.max_turns,
-                "env_config": dict(self.env_config),
-                "model": self.options.model,
-            }
-        )
-
-
-def make_env(config: EvalConfig) -> Env:
-    """One env as the run builds it: ``max_turns`` reaches it as the trainer's ``args.max_turns``."""
-    args = types.SimpleNamespace(max_turns=config.max_turns) if config.max_turns is not None else None
-    return build_env(config.env, args=args, **dict(config.env_config))
 
 
 def _record(line: bytes) -> dict[str, Any]:
@@ -184,6 +147,10 @@ def _check(config: EvalConfig, policy: Policy) -> None:
         raise EvalError(f"--concurrency must be at least 1, got {config.concurrency}")
     if config.max_turns is not None and config.max_turns < 1:
         raise EvalError(f"--max-turns must be at least 1, got {config.max_turns}")
+    if config.ray is not None and config.ray.actors is not None and config.ray.actors < 1:
+        raise EvalError(f"--actors must be at least 1, got {config.ray.actors}")
+    if config.ray is not None and config.ray.actor_cpus < 0:
+        raise EvalError(f"--actor-cpus must be at least 0, got {config.ray.actor_cpus:g}")
     try:
         env = make_env(config)
     except (UnknownEnvError, EnvLoadError) as err:
@@ -198,21 +165,20 @@ def _check(config: EvalConfig, policy: Policy) -> None:
         env.close()
 
 
-async def _episode(config: EvalConfig, policy: Policy, index: int) -> EpisodeResult:
-    seed = config.seed + index
-    env = await asyncio.to_thread(make_env, config)
+def episode_runner(config: EvalConfig, policy: Policy) -> EpisodeRunner:
+    """Where ``config``'s episodes play: Ray actors for ``config.ray``, else this process."""
+    if config.ray is None:
+        return LocalEpisodes(config, policy)
     try:
-        return await policy.play(env, seed, config.max_turns or DEFAULT_MAX_TURNS)
-    except Exception as err:  # a policy's or env's bug ends this episode as failed, not the run
-        error = f"{type(err).__name__}: {err}"
-        return EpisodeResult(seed=seed, status="failed", reward=0.0, turns=[TurnResult(None)], error=error)
-    finally:
-        env.close()
+        from vlm_envs.eval.ray_episodes import RayEpisodes  # imports ray: only for --ray
+    except ImportError as err:
+        raise PolicyError(f"--ray needs the ray extra: pip install 'vlm-envs[ray]' ({err})") from err
+    return RayEpisodes(config, policy.name)
 
 
-def _warn_non_finite(config: EvalConfig, result: EpisodeResult, index: int, warned: set[str]) -> None:
+def _warn_non_finite(config: EvalConfig, non_finite: dict[str, float], index: int, warned: set[str]) -> None:
     """Say once per metric name and eval that the env reported a non-finite value for it."""
-    for name, value in result.non_finite_metrics().items():
+    for name, value in non_finite.items():
         if name not in warned:
             warned.add(name)
             print(
@@ -224,13 +190,19 @@ def _warn_non_finite(config: EvalConfig, result: EpisodeResult, index: int, warn
 
 
 async def _run(
-    config: EvalConfig, policy: Policy, progress_stream: TextIO | None, held: contextlib.ExitStack
+    config: EvalConfig,
+    policy: Policy,
+    runner: EpisodeRunner,
+    progress_stream: TextIO | None,
+    held: contextlib.ExitStack,
 ) -> None:
-    """Start the policy (so an unreachable server fails before any file is written), then lock the
-    folder into ``held`` and play."""
+    """Start the policy and the episode runner (so an unreachable server fails before any file is
+    written), then lock the folder into ``held`` and play."""
     try:
         await policy.start()
+        await runner.start()
     except PolicyError as err:
+        await runner.close()
         await policy.close()
         raise EvalError(str(err)) from err
     try:
@@ -246,11 +218,10 @@ async def _run(
 
         async def one(index: int, sink: TextIO) -> None:
             async with sem:
-                result = await _episode(config, policy, index)
-                _warn_non_finite(config, result, index, warned)
-                record = await asyncio.to_thread(
-                    to_record, result, index, config.out, {"policy": policy.name}
-                )
+                finished = await runner.play(index)
+            _warn_non_finite(config, finished.non_finite, index, warned)
+            await asyncio.to_thread(write_frames, config.out, finished.frames)
+            record = finished.record
             sink.write(json.dumps(record, ensure_ascii=False) + "\n")
             sink.flush()
             if progress is not None:
@@ -261,6 +232,7 @@ async def _run(
         if progress is not None:
             progress.finish()
     finally:
+        await runner.close()
         await policy.close()
 
 
@@ -274,13 +246,19 @@ def run_eval(
     """
     from vlm_envs.report import write_report  # the report sits on top of eval
 
+    if policy is not None and config.ray is not None:
+        raise EvalError("with Ray, actors build the policy from config.policy and config.options: pass none")
     try:
         policy = policy or build_policy(config.policy, config.options)
     except PolicyError as err:
         raise EvalError(str(err)) from err
     _check(config, policy)
+    try:
+        runner = episode_runner(config, policy)
+    except PolicyError as err:
+        raise EvalError(str(err)) from err
     with contextlib.ExitStack() as held:  # the folder stays locked until the report is written
-        asyncio.run(_run(config, policy, progress_stream, held))
+        asyncio.run(_run(config, policy, runner, progress_stream, held))
         latest = {r["episode"]: r for r in read_results(config.out / RESULTS)}
         records = [latest[i] for i in sorted(latest)]
         summary = summarize(records, config.run_info())

@@ -7,16 +7,18 @@ codec, budgets and statuses the slime hook uses, so eval and training cannot dri
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
 
+from vlm_envs.eval.balance import LeastInFlight
 from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions
 from vlm_envs.eval.processors import load_processor
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines import EngineOutput, ImageInput, SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History
 
@@ -53,24 +55,52 @@ class _RecordingEnv(Env):
         return self.env.format_observation(obs)
 
 
-class SGLangPolicy(Policy):
-    """A model behind SGLang's native ``/generate``, encoded with the processor at ``--tokenizer``."""
+class BalancedEngine:
+    """One :class:`SGLangEngine` per URL; each request goes to the one with the fewest in flight."""
 
-    def __init__(self, url: str, options: PolicyOptions) -> None:
+    def __init__(self, engines: LeastInFlight[SGLangEngine]) -> None:
+        self.engines = engines
+        self.name = "sglang " + " | ".join(engines.urls)
+
+    async def generate(
+        self, input_ids: Sequence[int], images: Sequence[ImageInput], sampling_params: Mapping[str, Any]
+    ) -> EngineOutput:
+        with self.engines.lend() as engine:
+            return await engine.generate(input_ids, images, sampling_params)
+
+    async def close(self) -> None:
+        for engine in self.engines.clients:
+            await engine.close()
+
+
+class SGLangPolicy(Policy):
+    """A model behind SGLang's native ``/generate``, encoded with the processor at ``--tokenizer``.
+
+    ``url`` is one server or several (repeated ``--base-url``): requests are balanced over them by
+    requests in flight (see :class:`~vlm_envs.eval.balance.LeastInFlight`).
+    """
+
+    def __init__(self, url: str | Sequence[str], options: PolicyOptions) -> None:
         if options.tokenizer is None:
             raise PolicyError("policy 'sglang:...' needs --tokenizer PATH (the served model's processor)")
-        self.name = f"sglang:{url}"
-        self.url = url.rstrip("/")
+        self.urls = tuple(u.rstrip("/") for u in ([url] if isinstance(url, str) else url))
+        self.name = "sglang:" + ",".join(self.urls)
         self.options = options
         try:
-            self.engine = SGLangEngine(
-                self.url,
-                read_timeout=options.read_timeout,
-                turn_timeout=options.turn_timeout,
-                max_retries=options.max_retries,
-            )
+            engines = [
+                SGLangEngine(
+                    u,
+                    read_timeout=options.read_timeout,
+                    turn_timeout=options.turn_timeout,
+                    max_retries=options.max_retries,
+                )
+                for u in self.urls
+            ]
         except ValueError as err:
             raise PolicyError(f"{err} (set by --read-timeout / --turn-timeout)") from err
+        self.engine: SGLangEngine | BalancedEngine = (
+            engines[0] if len(engines) == 1 else BalancedEngine(LeastInFlight(self.urls, engines))
+        )
         try:
             self.history = History.parse(options.history)
         except ValueError as err:
@@ -82,14 +112,13 @@ class SGLangPolicy(Policy):
         tok = self.options.tokenizer
         processor = await asyncio.to_thread(load_processor, tok) if isinstance(tok, str) else tok
         self.codec = ChatCodec(processor)
-        try:
-            async with (
-                aiohttp.ClientSession() as session,
-                session.get(self.url + "/health", timeout=aiohttp.ClientTimeout(total=10)) as resp,
-            ):
-                await resp.read()
-        except (aiohttp.ClientError, asyncio.TimeoutError) as err:
-            raise PolicyError(f"cannot reach {self.url}: {type(err).__name__}: {err}") from err
+        async with aiohttp.ClientSession() as session:
+            for url in self.urls:  # every server must answer before the run starts
+                try:
+                    async with session.get(url + "/health", timeout=aiohttp.ClientTimeout(total=10)) as resp:
+                        await resp.read()
+                except (aiohttp.ClientError, asyncio.TimeoutError) as err:
+                    raise PolicyError(f"cannot reach {url}: {type(err).__name__}: {err}") from err
 
     async def close(self) -> None:
         await self.engine.close()

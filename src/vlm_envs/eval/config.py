@@ -1,0 +1,68 @@
+"""What one ``vlm-envs eval`` run is: :class:`EvalConfig`, where its episodes play, and its envs."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from vlm_envs.eval.policies import PolicyOptions
+from vlm_envs.eval.records import json_safe
+from vlm_envs.protocol import Env
+from vlm_envs.registry import build_env
+
+
+@dataclasses.dataclass(frozen=True)
+class RayPlacement:
+    """Episodes on ``actors`` Ray actors of ``actor_cpus`` CPUs each, spread over the cluster.
+
+    ``actors=None``: as many as the cluster's CPUs hold. The run joins the cluster this process is
+    connected to, else ``address``, else starts a local one (``ray.init()``), as
+    :class:`~vlm_envs.rollout.ray_workers.RayEpisodeWorkers` does.
+    """
+
+    actors: int | None = None
+    address: str | None = None
+    actor_cpus: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """Everything one ``vlm-envs eval`` run needs."""
+
+    env: str
+    policy: str
+    n: int
+    out: Path
+    seed: int = 0
+    concurrency: int = 8
+    max_turns: int | None = None
+    resume: bool = False
+    report: str = "self-contained"  # or "linked" (see vlm_envs.report.REPORT_MODES)
+    env_config: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    options: PolicyOptions = dataclasses.field(default_factory=PolicyOptions)
+    #: ``None``: episodes play in this process; else on Ray actors (``--ray``).
+    ray: RayPlacement | None = None
+
+    def run_info(self) -> dict[str, Any]:
+        """What ``run.json`` records."""
+        info = {
+            "env": self.env,
+            "policy": self.policy,
+            "n": self.n,
+            "seed": self.seed,
+            "max_turns": self.max_turns,
+            "env_config": dict(self.env_config),
+            "model": self.options.model,
+        }
+        if self.options.base_urls:  # absent for one server, as in runs written before --base-url
+            info["base_urls"] = list(self.options.base_urls)
+        return json_safe(info)
+
+
+def make_env(config: EvalConfig) -> Env:
+    """One env as the run builds it: ``max_turns`` reaches it as the trainer's ``args.max_turns``."""
+    args = types.SimpleNamespace(max_turns=config.max_turns) if config.max_turns is not None else None
+    return build_env(config.env, args=args, **dict(config.env_config))
