@@ -13,9 +13,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from vlm_envs.registry import EnvLoadError, UnknownEnvError, list_envs
+
+if TYPE_CHECKING:
+    from vlm_envs.eval.ray_dataset import RayShards
 
 USAGE_ERROR = 2
 #: ``eval`` exit code when every episode ended FAILED: the run measured nothing.
@@ -199,7 +202,7 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ray_shards(address: str) -> Any:
+def _ray_shards(address: str) -> RayShards:
     """make-dataset's Ray runner (:class:`vlm_envs.eval.ray_dataset.RayShards`); ``auto``: see --ray."""
     try:
         from vlm_envs.eval.ray_dataset import RayShards

@@ -170,8 +170,10 @@ def make_dataset(
 
         check_backend(backend)
     geo3k = trainer == "slime" and spec.name == "geo3k" and not env_config
-    rows_of = RowSpec(env_name, seed, max_turns, env_config, trainer, geo3k)
-    write_rows(runner(rows_of.rows, seed, n), path)
+    rows = runner(RowSpec(env_name, seed, max_turns, env_config, trainer, geo3k).rows, seed, n)
+    if len(rows) != n:
+        raise RowBuildError(f"the runner built {len(rows)} rows, not {n}")
+    write_rows(rows, path)
     if trainer == "verl":
         return write_verl_yaml(path, n, env_name, max_turns, backend)  # type: ignore[arg-type]
     yaml_path = path.with_suffix(".yaml")
