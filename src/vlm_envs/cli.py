@@ -13,14 +13,19 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from vlm_envs.registry import EnvLoadError, UnknownEnvError, list_envs
+
+if TYPE_CHECKING:
+    from vlm_envs.eval.ray_dataset import RayShards
 
 USAGE_ERROR = 2
 #: ``eval`` exit code when every episode ended FAILED: the run measured nothing.
 ALL_FAILED = 1
 DEFAULT_EPISODES = 32
+#: ``--ray`` without an address: Ray's own choice (see ``--ray``'s help).
+RAY_AUTO = "auto"
 EVAL_EPILOG = """\
 exit status: 0 when the eval ran (episodes that FAILED are counted on a FAILED: line of the
 summary); 1 when every episode FAILED (summary and report are still written); 2 for a problem to
@@ -166,7 +171,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_make_dataset(args: argparse.Namespace) -> int:
     """Write slime- or verl-ready parquet rows, the matching YAML, and how to launch a run."""
-    from vlm_envs.eval.datasets import make_dataset
+    from vlm_envs.eval.datasets import RowBuildError, make_dataset, run_here
     from vlm_envs.eval.runner import one_line
 
     out = Path(args.out)
@@ -174,6 +179,7 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {str(out)!r} is a folder; give a file name such as train.parquet")
     if args.backend is not None and args.trainer != "verl":
         raise UsageError("--backend picks verl's trainer: give it with --trainer verl")
+    shards = _ray_shards(args.ray) if args.ray is not None else None
     try:
         files = make_dataset(
             args.env,
@@ -184,13 +190,18 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
             _env_config(args.config),
             trainer=args.trainer,
             backend=args.backend or "fsdp",
+            runner=shards.run if shards is not None else run_here,
         )
     except (UnknownEnvError, EnvLoadError) as err:
         raise UsageError(str(err)) from err
+    except RowBuildError as err:
+        raise UsageError(f"make-dataset {args.env!r} --ray: {err}") from err
     except ModuleNotFoundError as err:
         raise UsageError(f"make-dataset needs the data extra (pip install 'vlm-envs[data]'): {err}") from err
     except (TypeError, ValueError) as err:
         raise UsageError(f"make-dataset {args.env!r}: {one_line(err)}") from err
+    if shards is not None:
+        print(f"built on Ray: {len(shards.shards)} shards on {len(set(shards.node_ids))} node(s)")
     if args.trainer == "verl":
         print(f"wrote {files.rows} rows to {files.parquet} and the agent-loop YAML to {files.yaml}")
         print(f"verl ({files.backend}) run:\n  " + files.command())
@@ -198,6 +209,15 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
     print(f"wrote {files.rows} rows to {files.parquet} and the slime YAML to {files.yaml}")
     print("slime flags:\n  " + files.slime_flags())
     return 0
+
+
+def _ray_shards(address: str) -> RayShards:
+    """make-dataset's Ray runner (:class:`vlm_envs.eval.ray_dataset.RayShards`); ``auto``: see --ray."""
+    try:
+        from vlm_envs.eval.ray_dataset import RayShards
+    except ModuleNotFoundError as err:
+        raise UsageError(f"--ray needs the ray extra (pip install 'vlm-envs[ray]'): {err}") from err
+    return RayShards(None if address == RAY_AUTO else address)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -308,6 +328,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ds.add_argument(
         "--backend", choices=("fsdp", "megatron"), help="with --trainer verl: verl's trainer (default fsdp)"
+    )
+    ds.add_argument(
+        "--ray",
+        nargs="?",
+        const=RAY_AUTO,
+        metavar="ADDRESS",
+        help="build the rows on a Ray cluster, sharded by seed (same bytes as without): the cluster "
+        "this process is on, else ADDRESS, else RAY_ADDRESS, one started here with `ray start`, or a new "
+        "local one (needs vlm-envs[ray])",
     )
     ds.set_defaults(func=cmd_make_dataset)
     return parser

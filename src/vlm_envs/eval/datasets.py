@@ -5,6 +5,10 @@ Geo3k rows come from :mod:`vlm_envs.data.geo3k` (procedural problems, the answer
 other env gets one row per seed: its first observation as the prompt, its images, and metadata
 naming the env, the seed and the env config, which is all the slime hook needs to replay it.
 Columns: ``problem``, ``images``, ``answer``, ``metadata`` (slime's geo3k example layout).
+
+Rows are built by seed range (:class:`RowSpec`) and gathered in seed order by a runner: this process
+by default, Ray tasks for ``--ray`` (:mod:`vlm_envs.eval.ray_dataset`); either way they reach the one
+writer, so both builds write the same bytes.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +29,11 @@ if TYPE_CHECKING:
 
 PROMPT_KEY, IMAGES_KEY, LABEL_KEY, METADATA_KEY = "problem", "images", "answer", "metadata"
 TRAINERS = ("slime", "verl")
+Row = dict[str, Any]
+
+
+class RowBuildError(RuntimeError):
+    """Rows could not be built where they were sent (no cluster to join, a shard that failed)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +83,43 @@ def env_rows(
     return rows
 
 
-def _write_rows(rows: list[dict[str, Any]], path: Path) -> None:
+@dataclasses.dataclass(frozen=True)
+class RowSpec:
+    """What make-dataset writes, one row per seed; picklable, so any process can build a seed range."""
+
+    env_name: str
+    seed: int  # the dataset's first seed (verl's ``index`` counts from it)
+    max_turns: int | None
+    env_config: dict[str, Any]
+    trainer: str
+    geo3k: bool  # generated geo3k problems (:mod:`vlm_envs.data.geo3k`) rather than env rows
+
+    def rows(self, first: int, count: int) -> list[Row]:
+        """The rows of seeds ``first .. first + count - 1``."""
+        if self.trainer == "verl":
+            from vlm_envs.eval.verl_dataset import verl_rows
+
+            index = first - self.seed  # within the whole dataset, not within this range
+            return verl_rows(self.env_name, count, first, self.max_turns, self.env_config, index)
+        if self.geo3k:
+            from vlm_envs.data.geo3k import generated_problems, slime_rows
+
+            turns = {} if self.max_turns is None else {"max_turns": self.max_turns}
+            return slime_rows(generated_problems(count, seed=first), **turns)
+        return env_rows(self.env_name, count, first, self.max_turns, self.env_config)
+
+
+#: Builds ``n`` rows from ``seed`` with ``make(first, count)`` calls and returns them in seed order.
+RowRunner = Callable[[Callable[[int, int], list[Row]], int, int], list[Row]]
+
+
+def run_here(make: Callable[[int, int], list[Row]], seed: int, n: int) -> list[Row]:
+    """The default runner: every row in this process."""
+    return make(seed, n)
+
+
+def write_rows(rows: list[Row], path: Path) -> None:
+    """The one parquet writer of make-dataset (slime and verl rows; ``images`` as image features)."""
     import datasets
 
     table = datasets.Dataset.from_list(rows)
@@ -99,12 +145,14 @@ def make_dataset(
     env_config: dict[str, Any] | None = None,
     trainer: str = "slime",
     backend: str = "fsdp",
+    runner: RowRunner = run_here,
 ) -> DatasetFiles | VerlFiles:
     """Write ``n`` rows to ``out`` (parquet) and the trainer's YAML next to it.
 
     For slime (the default) the YAML is ``--custom-config-path``'s (same name, ``.yaml``); for verl
     it is the agent-loop YAML (see :mod:`vlm_envs.eval.verl_dataset`), and ``backend`` picks verl's
-    FSDP or Megatron trainer for the printed overrides.
+    FSDP or Megatron trainer for the printed overrides. ``runner`` says where the rows are built
+    (here by default; :class:`vlm_envs.eval.ray_dataset.RayShards` for a Ray cluster).
     """
     if n < 1:
         raise ValueError(f"-n must be at least 1, got {n}")
@@ -118,16 +166,16 @@ def make_dataset(
 
     datasets.disable_progress_bars()  # the command prints its own line
     if trainer == "verl":
-        from vlm_envs.eval.verl_dataset import make_verl_dataset
+        from vlm_envs.eval.verl_dataset import check_backend, write_verl_yaml
 
-        return make_verl_dataset(env_name, n, path, seed, max_turns, env_config, backend)  # type: ignore[arg-type]
-    if spec.name == "geo3k" and not env_config:
-        from vlm_envs.data.geo3k import generated_problems, write_slime_parquet
-
-        turns = {} if max_turns is None else {"max_turns": max_turns}
-        write_slime_parquet(generated_problems(n, seed=seed), path, **turns)
-    else:
-        _write_rows(env_rows(env_name, n, seed, max_turns, env_config), path)
+        check_backend(backend)
+    geo3k = trainer == "slime" and spec.name == "geo3k" and not env_config
+    rows = runner(RowSpec(env_name, seed, max_turns, env_config, trainer, geo3k).rows, seed, n)
+    if len(rows) != n:
+        raise RowBuildError(f"the runner built {len(rows)} rows, not {n}")
+    write_rows(rows, path)
+    if trainer == "verl":
+        return write_verl_yaml(path, n, env_name, max_turns, backend)  # type: ignore[arg-type]
     yaml_path = path.with_suffix(".yaml")
     yaml_path.write_text(slime_yaml(spec.target, max_turns or DEFAULT_MAX_TURNS))
     return DatasetFiles(parquet=path, yaml=yaml_path, rows=n)

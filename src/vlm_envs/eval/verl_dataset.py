@@ -35,15 +35,21 @@ Backend = Literal["fsdp", "megatron"]
 
 
 def verl_rows(
-    env_name: str, n: int, seed: int, max_turns: int | None, env_config: dict[str, Any]
+    env_name: str,
+    n: int,
+    seed: int,
+    max_turns: int | None,
+    env_config: dict[str, Any],
+    first_index: int = 0,
 ) -> list[dict[str, Any]]:
-    """One row per seed ``seed .. seed + n - 1`` from the env's first observation."""
+    """One row per seed ``seed .. seed + n - 1`` from the env's first observation; ``index`` counts
+    from ``first_index``."""
     args = types.SimpleNamespace(max_turns=max_turns)
     env = build_env(env_name, args=args, **env_config)
     rows = []
     try:
         system = env.system_prompt()
-        for index, s in enumerate(range(seed, seed + n)):
+        for index, s in enumerate(range(seed, seed + n), start=first_index):
             obs, _ = env.reset(seed=s)
             extra: dict[str, Any] = {"env": env_name, "seed": s, "index": index}
             if env_config:  # parquet cannot hold an empty struct
@@ -64,14 +70,6 @@ def verl_rows(
     finally:
         env.close()
     return rows
-
-
-def write_verl_parquet(rows: list[dict[str, Any]], path: Path) -> None:
-    import datasets
-
-    table = datasets.Dataset.from_list(rows)
-    table = table.cast_column("images", datasets.Sequence(datasets.Image()))
-    table.to_parquet(str(path))
 
 
 def agent_loop_yaml() -> str:
@@ -140,19 +138,17 @@ class VerlFiles:
         return " \\\n  ".join(lines)
 
 
-def make_verl_dataset(
-    env_name: str,
-    n: int,
-    path: Path,
-    seed: int,
-    max_turns: int | None,
-    env_config: dict[str, Any],
-    backend: Backend = "fsdp",
-) -> VerlFiles:
-    """Write ``n`` verl rows to ``path`` and the agent-loop YAML next to it (``NAME.agent_loop.yaml``)."""
+def check_backend(backend: str) -> None:
+    """Raise ``ValueError`` unless ``backend`` names one of verl's trainers."""
     if backend not in CONFIG_NAMES:
         raise ValueError(f"--backend must be one of {sorted(CONFIG_NAMES)}, got {backend!r}")
-    write_verl_parquet(verl_rows(env_name, n, seed, max_turns, env_config), path)
+
+
+def write_verl_yaml(
+    path: Path, n: int, env_name: str, max_turns: int | None, backend: Backend = "fsdp"
+) -> VerlFiles:
+    """Write the agent-loop YAML next to the rows at ``path`` (``NAME.agent_loop.yaml``)."""
+    check_backend(backend)
     yaml_path = path.with_suffix(".agent_loop.yaml")
     yaml_path.write_text(agent_loop_yaml())
     return VerlFiles(
