@@ -256,7 +256,7 @@ class _Trainer:
         start = time.thread_time()
         while (traj := self.inbox.get()) is not None:
             pixels = traj.train_inputs()["pixel_values"].numpy().reshape(-1)
-            float(pixels[:: PAGE_FLOATS].sum())
+            float(pixels[::PAGE_FLOATS].sum())
             del traj, pixels
         self.cpu = time.thread_time() - start
 
