@@ -71,21 +71,29 @@ def dumps(obj: Any, buffer_callback: Any = None) -> bytes:
     return out.getvalue()
 
 
+def split(obj: Any) -> tuple[bytes, list[pickle.PickleBuffer]]:
+    """``obj`` pickled with its buffers of at least :data:`SHARED_MIN_BYTES` left out, and those
+    buffers (``pickle.loads(data, buffers=...)`` puts it back together)."""
+    large: list[pickle.PickleBuffer] = []
+
+    def inline(buffer: pickle.PickleBuffer) -> bool:
+        if buffer.raw().nbytes < SHARED_MIN_BYTES:
+            return True
+        large.append(buffer)
+        return False
+
+    return dumps(obj, inline), large
+
+
 def pack(obj: Any) -> tuple[bytes, int | None]:
     """``obj`` as one message, and the descriptor of the shared memory holding its large buffers
     (``None`` if none; whoever called :func:`pack` owns it until it is sent)."""
-    shared: list[pickle.PickleBuffer] = []
-
-    def inline(buffer: pickle.PickleBuffer) -> bool:
-        if buffer.raw().nbytes < SHARED_MIN_BYTES or not hasattr(os, "memfd_create"):
-            return True
-        shared.append(buffer)
-        return False
-
-    body = dumps(obj, inline)
-    if not shared:
+    if not hasattr(os, "memfd_create"):
+        return _framed(dumps(obj), ()), None
+    body, large = split(obj)
+    if not large:
         return _framed(body, ()), None
-    spans, fd = _share(shared)
+    spans, fd = _share(large)
     if fd is None:  # no shared memory to be had: every buffer in the pickle
         return _framed(dumps(obj), ()), None
     return _framed(body, spans), fd
