@@ -94,6 +94,19 @@ def test_an_unknown_env_fails_its_episode_and_the_pool_goes_on(pool):
     assert good.status in (Status.COMPLETED, Status.TRUNCATED)
 
 
+def test_a_trajectory_that_cannot_be_pickled_fails_alone(pool):
+    """An env whose info holds a lambda: that episode FAILS with the reason; the ones finishing
+    with it (they may come back in the same batch) are unharmed."""
+    config = EpisodeConfig(max_turns=1, max_new_tokens=8)
+    bad, *good = run_jobs(
+        pool,
+        EpisodeJob("toyenvs.unpicklable", seed=0, config=config),
+        *(EpisodeJob("sokoban", SOKOBAN, seed=seed, config=config) for seed in range(3)),
+    )
+    assert bad.status is Status.FAILED and "cannot be sent back" in bad.error
+    assert all(t.status in (Status.COMPLETED, Status.TRUNCATED) and t.train_inputs() for t in good)
+
+
 def test_a_killed_actor_fails_its_episodes_and_is_replaced(scripted):
     short = EpisodeConfig(max_turns=30, max_new_tokens=16)
 

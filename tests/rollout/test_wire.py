@@ -1,72 +1,115 @@
-"""Worker messages: large buffers travel in shared memory, everything else in the pickle."""
+"""Worker messages: large buffers in a shared arena the caller reads in place and hands back."""
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
+import pickle
 
+import numpy as np
 import pytest
 import torch
 from PIL import Image
-from wire_sender import send_three_tensors_then_alive
+from wire_sender import send_tensors_until_stopped
 
 from vlm_envs.rollout import wire
+from vlm_envs.rollout.arena import ArenaWriter
+
+ARENA = 4 << 20
 
 
-def test_large_tensors_arrive_as_views_of_shared_memory_and_small_ones_inline():
-    big = torch.arange(300_000, dtype=torch.float32).reshape(1000, 300)
-    small = torch.tensor([[1, 8, 8]], dtype=torch.long)
-    message, fd = wire.pack({"pixel_values": big, "grid": small, "note": "x"})
-    assert fd is not None and len(message) < 10_000  # the 1.2 MB stayed out of the message
-    again = wire.unpack(message, fd)
-    assert torch.equal(again["pixel_values"], big) and torch.equal(again["grid"], small)
-    assert again["note"] == "x"
-    assert not again["pixel_values"].numpy().flags.owndata  # a view, not a copy
-    again["pixel_values"][0, 0] = -1.0  # writable, like any tensor the trainer gets
-    assert again["pixel_values"][0, 0] == -1.0
+@pytest.fixture
+def worker():
+    """A real spawned process speaking the protocol, and the caller's receiver of its messages."""
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    process = ctx.Process(target=send_tensors_until_stopped, args=(child, ARENA))
+    process.start()
+    child.close()
+    sender = wire.Sender(parent)
+    receiver = wire.Receiver(parent, release=lambda offset: sender.put(pickle.dumps(("free", offset, None))))
+    assert receiver.recv() == ("ready", 0, None) and receiver.arena is not None
+    yield sender, receiver
+    sender.put(pickle.dumps(("stop", 0, None)))
+    process.join(timeout=30)
+    receiver.close()
+    sender.close()
+    assert process.exitcode == 0
 
 
-def test_a_message_without_large_buffers_carries_no_descriptor():
-    message, fd = wire.pack(("ready", 0, torch.zeros(4)))
-    assert fd is None
-    kind, _, tensor = wire.unpack(message, None)
-    assert kind == "ready" and torch.equal(tensor, torch.zeros(4))
+def in_arena(receiver, tensor):
+    start = np.frombuffer(receiver.arena._map, dtype=np.uint8).ctypes.data
+    return start <= tensor.data_ptr() < start + ARENA
 
 
-@pytest.mark.parametrize("mode", ["RGB", "L", "RGBA", "P"])
-def test_images_keep_mode_size_palette_info_and_pixels(mode):
-    image = Image.effect_noise((200, 190), 60).convert(mode)
-    image.info["source"] = "env"
-    message, fd = wire.pack([image])
-    (again,) = wire.unpack(message, fd)
-    assert (again.mode, again.size, again.info) == (image.mode, image.size, image.info)
-    assert again.tobytes() == image.tobytes() and again.getpalette() == image.getpalette()
+def ask(sender, receiver, number):
+    sender.put(pickle.dumps(("send", number, None)))
+    return receiver.recv()
 
 
-def test_without_shared_memory_every_buffer_goes_inline(monkeypatch):
+def test_tensors_arrive_as_writable_views_of_the_arena(worker):
+    sender, receiver = worker
+    kind, number, tensor = ask(sender, receiver, 3)
+    assert (kind, number) == ("done", 3) and torch.equal(tensor, torch.full((100_000,), 3.0))
+    assert in_arena(receiver, tensor)  # a view of the arena, not a copy
+    tensor[0] = -1.0  # the caller's to use like any tensor until it drops it
+    assert tensor[0] == -1.0
+
+
+def test_a_region_goes_back_once_its_last_view_is_dropped_and_is_reused(worker):
+    sender, receiver = worker
+    _, _, first = ask(sender, receiver, 1)
+    view = first[10:20]  # a view of the view keeps the region too
+    del first
+    gc.collect()
+    _, _, second = ask(sender, receiver, 2)  # the first region is still held: a new one
+    assert torch.equal(view, torch.full((10,), 1.0)) and torch.equal(second[:5], torch.full((5,), 2.0))
+    del view, second
+    freed = [receiver.recv() for _ in range(2)]
+    assert [kind for kind, _, _ in freed] == ["freed", "freed"] and freed[-1][2] == ARENA
+    _, _, third = ask(sender, receiver, 4)  # everything free again: the same pages serve
+    assert torch.equal(third, torch.full((100_000,), 4.0))
+
+
+def test_a_full_arena_sends_buffers_in_files_of_their_own(worker):
+    sender, receiver = worker
+    held = [ask(sender, receiver, i)[2] for i in range(12)]  # 12 x 400 KB > 4 MB
+    assert all(torch.equal(t, torch.full((100_000,), float(i))) for i, t in enumerate(held))
+    placed = [in_arena(receiver, t) for t in held]
+    assert placed[0] and not placed[-1] and placed == sorted(placed, reverse=True)
+
+
+def test_without_shared_memory_every_buffer_goes_in_the_message(monkeypatch):
     def no_memory(*_):
         raise OSError(12, "Cannot allocate memory")
 
     monkeypatch.setattr(os, "memfd_create", no_memory)
-    big = torch.ones(100_000)
-    message, fd = wire.pack(big)
-    assert fd is None and len(message) > big.numel() * 4
-    assert torch.equal(wire.unpack(message, None), big)
+    packer = wire.Packer()
+    message, fd = packer.pack(torch.ones(100_000))
+    assert packer.arena is None and fd is None and len(message) > 400_000
+    header, body = wire._header(message)
+    assert header is None and torch.equal(pickle.loads(body), torch.ones(100_000))
 
 
-def test_a_real_process_sends_descriptors_in_order_with_its_messages():
-    ctx = multiprocessing.get_context("spawn")
-    parent, child = ctx.Pipe()
-    process = ctx.Process(target=send_three_tensors_then_alive, args=(child,))
-    process.start()
-    child.close()
-    receiver = wire.Receiver(parent)
-    try:
-        got = [receiver.recv() for _ in range(4)]
-    finally:
-        receiver.close()
-        process.join(timeout=30)
-    assert [(kind, i) for kind, i, _ in got] == [("done", 0), ("done", 1), ("done", 2), ("alive", 0)]
-    for i in range(3):
-        assert torch.equal(got[i][2], torch.full((200_000,), float(i)))
-    assert process.exitcode == 0
+@pytest.mark.parametrize("mode", ["RGB", "L", "RGBA", "P"])
+def test_images_keep_mode_size_palette_info_and_pixels(mode):
+    image = Image.effect_noise((400, 300), 60).convert(mode)
+    image.info["source"] = "env"
+    body, large = wire.split([image])
+    (again,) = pickle.loads(body, buffers=[b.raw() for b in large])
+    assert (again.mode, again.size, again.info) == (image.mode, image.size, image.info)
+    assert again.tobytes() == image.tobytes() and again.getpalette() == image.getpalette()
+    assert len(body) < 2000  # the pixels (120 KB and more) travelled out of band
+
+
+def test_the_allocator_coalesces_freed_regions():
+    arena = ArenaWriter(1 << 20)
+    buffers = [pickle.PickleBuffer(bytearray(100_000)) for _ in range(3)]
+    placed = [arena.place([b]) for b in buffers]
+    assert [p[0] for p in placed] == sorted({p[0] for p in placed})  # distinct, in order
+    assert arena.place([pickle.PickleBuffer(bytearray(800_000))]) is None  # no room left
+    for offset, _, _ in (placed[1], placed[0], placed[2]):
+        arena.release(offset)
+    assert arena.free_bytes == 1 << 20
+    assert arena.place([pickle.PickleBuffer(bytearray(1 << 20))]) is not None  # one block again

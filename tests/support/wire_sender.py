@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from multiprocessing.connection import Connection
 
 import torch
@@ -9,10 +10,19 @@ import torch
 from vlm_envs.rollout import wire
 
 
-def send_three_tensors_then_alive(conn: Connection) -> None:
-    """Three ``done`` messages with 800 KB tensors full of 0, 1, 2, then an ``alive``."""
+def send_tensors_until_stopped(conn: Connection, arena_bytes: int) -> None:
+    """``ready`` with its arena, then a ``done`` with a 400 KB tensor full of ``i`` for every
+    ``("send", i)`` received, releasing the regions the other side frees; ``stop`` ends it."""
     sender = wire.Sender(conn)
-    for i in range(3):
-        sender.put(*wire.pack(("done", i, torch.full((200_000,), float(i)))))
-    sender.put(*wire.pack(("alive", 0, None)))
+    packer = wire.Packer(arena_bytes)
+    sender.put(*packer.greeting(("ready", 0, None)))
+    while True:
+        kind, number, _ = pickle.loads(conn.recv_bytes())
+        if kind == "send":
+            sender.put(*packer.pack(("done", number, torch.full((100_000,), float(number)))))
+        elif kind == "free":
+            packer.release(number)
+            sender.put(wire.plain(("freed", number, packer.arena.free_bytes)))
+        else:
+            break
     sender.close()

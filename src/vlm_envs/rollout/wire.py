@@ -1,37 +1,43 @@
-"""Messages from an episode worker to its caller: pickles whose large buffers travel in shared memory.
+"""Messages from an episode worker to its caller: pickles whose large buffers stay in shared memory.
 
-A finished episode carries about 5 MB of training tensors (``pixel_values``). Sent through the
-pipe they cost the caller a copy and fresh pages; here the worker writes every buffer of at least
-:data:`SHARED_MIN_BYTES` into an anonymous shared-memory file (``memfd_create``) and passes the
-file descriptor over the socket (``SCM_RIGHTS``). The caller maps it once and the arrays it
-unpickles are views of that mapping (``torch.from_numpy`` over them): no copy, no name in
-``/dev/shm`` to leak or to outgrow, and the memory is freed when the last tensor goes, whoever
-dies first. Where ``memfd_create`` is missing (not Linux) or fails, buffers go in the pickle.
+A finished episode carries about 5 MB of training tensors (``pixel_values``) and its images. Sent
+through the pipe they would cost the caller a copy; instead the worker's :class:`Packer` puts
+every buffer of at least :data:`SHARED_MIN_BYTES` into a shared-memory arena
+(:mod:`vlm_envs.rollout.arena`) whose descriptor went to the caller once, with the first message
+(``SCM_RIGHTS``). The caller's :class:`Receiver` unpickles the rest with numpy views of the arena
+in place of those buffers (``torch.from_numpy`` over them), and the region goes back to the worker
+when the last view of it is gone. When the arena is full they go to a shared-memory file of their
+own; where there is none (not Linux, no memory), in the pickle.
 
-One message is ``[4-byte header length][header][pickle]``; the header lists the shared buffers'
-``(offset, nbytes)``, and when it is not empty one more byte follows on the socket, carrying the
-descriptor. Only one thread writes to a connection (the :class:`Sender`) and one reads from it.
+One message is ``[4-byte header length][header][pickle]``; the header says where the buffers are:
+``None`` (in the pickle), ``("region", offset, length, spans)`` (in the arena), ``("file", spans)``
+(in a file of their own, when the arena is full) or ``("arena", size)`` (the arena itself); with
+the last two, a descriptor follows as one more byte on the socket. Only one thread writes to a connection
+(the :class:`Sender`) and one reads from it.
 """
 
 from __future__ import annotations
 
 import io
-import mmap
 import os
 import pickle
 import queue
 import socket
 import threading
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
 import torch
 from PIL import Image
 
+from vlm_envs.rollout.arena import ArenaReader, ArenaWriter, file_of, views_of_file
+
 #: Buffers at least this large go to shared memory; smaller ones are cheaper in the pickle.
 SHARED_MIN_BYTES = 64 << 10
-#: Shared buffers start at multiples of this (a cache line; numpy and torch want aligned data).
-ALIGN = 64
+#: A worker's arena: room for about 45 episodes of 5.4 MB that the caller still holds; beyond that
+#: their buffers go in the pickle. Pages are taken as first used and kept for reuse.
+ARENA_BYTES = 256 << 20
 _HEADER_LENGTH_BYTES = 4
 #: How long a :class:`Sender` being closed gets to send what is queued (seconds).
 SEND_TIMEOUT_S = 5.0
@@ -85,93 +91,92 @@ def split(obj: Any) -> tuple[bytes, list[pickle.PickleBuffer]]:
     return dumps(obj, inline), large
 
 
-def pack(obj: Any) -> tuple[bytes, int | None]:
-    """``obj`` as one message, and the descriptor of the shared memory holding its large buffers
-    (``None`` if none; whoever called :func:`pack` owns it until it is sent)."""
-    if not hasattr(os, "memfd_create"):
-        return _framed(dumps(obj), ()), None
-    body, large = split(obj)
-    if not large:
-        return _framed(body, ()), None
-    spans, fd = _share(large)
-    if fd is None:  # no shared memory to be had: every buffer in the pickle
-        return _framed(dumps(obj), ()), None
-    return _framed(body, spans), fd
+def plain(obj: Any) -> bytes:
+    """``obj`` as a message with every buffer in the pickle."""
+    return _framed(dumps(obj), None)
 
 
-def _framed(body: bytes, spans: tuple[tuple[int, int], ...]) -> bytes:
-    header = pickle.dumps(spans)
-    return len(header).to_bytes(_HEADER_LENGTH_BYTES, "little") + header + body
+class Packer:
+    """The worker's side: messages whose large buffers go to its arena, if it has one."""
+
+    def __init__(self, arena_bytes: int = ARENA_BYTES) -> None:
+        try:
+            self.arena: ArenaWriter | None = ArenaWriter(arena_bytes)
+        except (AttributeError, OSError):  # no memfd_create (not Linux), or no memory for it
+            self.arena = None
+
+    def greeting(self, obj: Any) -> tuple[bytes, int | None]:
+        """The first message, ``obj``, and a descriptor of the arena to send with it (the
+        :class:`Sender` closes it once sent)."""
+        if self.arena is None:
+            return plain(obj), None
+        return _framed(dumps(obj), ("arena", self.arena.size)), os.dup(self.arena.fd)
+
+    def pack(self, obj: Any) -> tuple[bytes, int | None]:
+        """``obj`` as a message, its large buffers in a new region of the arena, else in a file of
+        their own (whose descriptor comes back, to send with the message), else in the pickle."""
+        if self.arena is None:
+            return plain(obj), None
+        body, large = split(obj)
+        if not large:
+            return _framed(body, None), None
+        placed = self.arena.place(large)
+        if placed is not None:
+            return _framed(body, ("region", *placed)), None
+        shared = file_of(large)
+        if shared is not None:
+            spans, fd = shared
+            return _framed(body, ("file", spans)), fd
+        return plain(obj), None
+
+    def release(self, offset: int) -> None:
+        """The caller is done with the region at ``offset``."""
+        if self.arena is not None:
+            self.arena.release(offset)
 
 
-def _share(buffers: list[pickle.PickleBuffer]) -> tuple[tuple[tuple[int, int], ...], int | None]:
-    """Write ``buffers`` into a new shared-memory file; their ``(offset, nbytes)`` and its fd."""
-    spans, end = [], 0
-    for buffer in buffers:
-        nbytes = buffer.raw().nbytes
-        spans.append((end, nbytes))
-        end += -(-nbytes // ALIGN) * ALIGN
-    try:
-        fd = os.memfd_create("vlm-envs-episode", os.MFD_CLOEXEC)
-    except OSError:
-        return (), None
-    try:
-        os.ftruncate(fd, end)
-        for buffer, (offset, _) in zip(buffers, spans, strict=True):
-            view = buffer.raw()
-            while view.nbytes:  # pwrite may write less than asked
-                written = os.pwrite(fd, view, offset)
-                view, offset = view[written:], offset + written
-    except OSError:  # out of memory: the buffers go inline instead
-        os.close(fd)
-        return (), None
-    return tuple(spans), fd
+def _framed(body: bytes, header: tuple | None) -> bytes:
+    head = pickle.dumps(header)
+    return len(head).to_bytes(_HEADER_LENGTH_BYTES, "little") + head + body
 
 
-def unpack(message: bytes, fd: int | None) -> Any:
-    """The object :func:`pack` made ``message`` (and ``fd``, which this closes) from."""
+def _header(message: bytes) -> tuple[Any, memoryview]:
     view = memoryview(message)
     length = int.from_bytes(view[:_HEADER_LENGTH_BYTES], "little")
-    spans = pickle.loads(view[_HEADER_LENGTH_BYTES : _HEADER_LENGTH_BYTES + length])
-    body = view[_HEADER_LENGTH_BYTES + length :]
-    if not spans:
-        return pickle.loads(body)
-    if fd is None:
-        raise ValueError("a message with shared buffers came without its descriptor")
-    try:
-        size = spans[-1][0] + spans[-1][1]
-        # pages are mapped on first read (fault-around maps 16 at a time): about 0.45 ms per 5.4 MB
-        # here, paid by whoever reads the tensors, as fresh memory would be by whoever wrote it
-        shared = mmap.mmap(fd, size, flags=mmap.MAP_SHARED)
-    finally:
-        os.close(fd)
-    whole = memoryview(shared)
-    return pickle.loads(body, buffers=[whole[offset : offset + n] for offset, n in spans])
-
-
-def shared_buffers(message: bytes) -> bool:
-    """Whether a descriptor follows ``message`` on the connection."""
-    length = int.from_bytes(message[:_HEADER_LENGTH_BYTES], "little")
-    return bool(pickle.loads(message[_HEADER_LENGTH_BYTES : _HEADER_LENGTH_BYTES + length]))
+    end = _HEADER_LENGTH_BYTES + length
+    return pickle.loads(view[_HEADER_LENGTH_BYTES:end]), view[end:]
 
 
 class Receiver:
-    """Reads :func:`pack` messages from ``conn`` (one thread only)."""
+    """The caller's side: reads :class:`Packer` messages from ``conn`` (one thread only);
+    ``release(offset)`` hands a region of the arena back to the worker."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, release: Callable[[int], None]) -> None:
         self.conn = conn
         self.sock = socket.socket(fileno=os.dup(conn.fileno()))
+        self.arena: ArenaReader | None = None
+        self._release = release
 
     def recv(self) -> Any:
         """The next object; ``EOFError`` once the peer is gone."""
-        message = self.conn.recv_bytes()
-        fd = None
-        if shared_buffers(message):
-            _, fds, _, _ = socket.recv_fds(self.sock, 1, 1)
-            if not fds:
-                raise EOFError("the peer ended before sending a message's shared memory")
-            fd = fds[0]
-        return unpack(message, fd)
+        header, body = _header(self.conn.recv_bytes())
+        if header is None:
+            return pickle.loads(body)
+        if header[0] == "arena":
+            self.arena = ArenaReader(self._descriptor(), header[1], self._release)
+            return pickle.loads(body)
+        if header[0] == "file":
+            return pickle.loads(body, buffers=views_of_file(self._descriptor(), header[1]))
+        _, offset, length, spans = header
+        if self.arena is None:
+            raise ValueError("a message with buffers in an arena came before the arena")
+        return pickle.loads(body, buffers=self.arena.buffers(offset, length, spans))
+
+    def _descriptor(self) -> int:
+        _, fds, _, _ = socket.recv_fds(self.sock, 1, 1)
+        if not fds:
+            raise EOFError("the peer ended before sending a message's shared memory")
+        return fds[0]
 
     def close(self) -> None:
         self.sock.close()

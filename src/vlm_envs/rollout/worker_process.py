@@ -1,7 +1,7 @@
 """Inside an episode worker process: build a codec and an engine, then play the episodes sent.
 
 The caller side is :class:`~vlm_envs.rollout.workers.EpisodeWorkers`. Messages both ways are
-pickled ``(kind, job_id, payload)`` tuples: ``run``/``abort``/``stop`` to the worker;
+pickled ``(kind, job_id, payload)`` tuples: ``run``/``abort``/``free``/``stop`` to the worker;
 ``ready``/``fatal``/``alive``/``done`` back (:mod:`vlm_envs.rollout.wire` messages), ``done``
 carrying the finished trajectory with its training tensors in shared memory. Env steps run
 inline on the worker's loop: that is what the worker is for.
@@ -25,7 +25,7 @@ from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.episode import INLINE, EpisodeConfig, run_episode
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.wire import SEND_TIMEOUT_S, Sender, pack
+from vlm_envs.rollout.wire import SEND_TIMEOUT_S, Packer, Sender, plain
 
 #: How long a stopping worker gets to finish before it is killed (seconds).
 STOP_TIMEOUT_S = SEND_TIMEOUT_S
@@ -62,7 +62,7 @@ class WorkerSpec:
     cache_bytes: int
 
 
-ALIVE = pack(("alive", 0, None))[0]
+ALIVE = plain(("alive", 0, None))
 
 
 def worker_main(conn: Connection, spec: WorkerSpec) -> None:
@@ -74,21 +74,24 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
         codec = ChatCodec(spec.processor, chat_template=spec.chat_template, cache_bytes=spec.cache_bytes)
         engine = spec.make_engine()
     except Exception as err:
-        sender.put(*pack(("fatal", 0, f"{type(err).__name__}: {err}")))
+        sender.put(plain(("fatal", 0, f"{type(err).__name__}: {err}")))
         sender.close()
         return
-    sender.put(*pack(("ready", 0, None)))
+    packer = Packer()
+    sender.put(*packer.greeting(("ready", 0, None)))
     # This process is ours: what it holds now (torch, transformers, the processor) lives as long as
     # it does, so full collections need not walk it with hundreds of episodes in flight.
     gc.collect()
     gc.freeze()
     try:
-        asyncio.run(_serve(conn, codec, engine, spec.args, sender))
+        asyncio.run(_serve(conn, codec, engine, spec.args, sender, packer))
     finally:
         sender.close()
 
 
-async def _serve(conn: Connection, codec: ChatCodec, engine: Engine, args: Any, sender: Sender) -> None:
+async def _serve(
+    conn: Connection, codec: ChatCodec, engine: Engine, args: Any, sender: Sender, packer: Packer
+) -> None:
     loop = asyncio.get_running_loop()
     stopped = loop.create_future()
     aborted: set[int] = set()
@@ -103,10 +106,10 @@ async def _serve(conn: Connection, codec: ChatCodec, engine: Engine, args: Any, 
             error = f"worker: training tensors: {type(err).__name__}: {err}"
             traj = Trajectory.failed(error, job.config.failure_reward)
         try:
-            message = pack(("done", job_id, traj))
+            message = packer.pack(("done", job_id, traj))
         except Exception as err:  # e.g. an env that put an unpicklable object in its info
             error = f"worker: the trajectory cannot be sent back: {type(err).__name__}: {err}"
-            message = pack(("done", job_id, Trajectory.failed(error, job.config.failure_reward)))
+            message = packer.pack(("done", job_id, Trajectory.failed(error, job.config.failure_reward)))
         sender.put(*message)
 
     def on_readable() -> None:
@@ -117,6 +120,8 @@ async def _serve(conn: Connection, codec: ChatCodec, engine: Engine, args: Any, 
                     task = loop.create_task(play(job_id, job))
                     tasks.add(task)
                     task.add_done_callback(tasks.discard)
+                elif kind == "free":  # the caller is done with a region of the arena
+                    packer.release(job_id)
                 elif kind == "abort":
                     aborted.add(job_id)
                 else:

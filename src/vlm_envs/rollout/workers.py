@@ -186,7 +186,7 @@ class _Worker:
         self.killed_because: str | None = None
         self.last_heard: float | None = None  # monotonic time of the last message, once it is ready
         self.sender = Sender(self.conn)
-        self.receiver = Receiver(self.conn)
+        self.receiver = Receiver(self.conn, release=self._release_region)
         self.reader = threading.Thread(target=self._read, daemon=True, name="vlm-envs-worker-reader")
         self.reader.start()
 
@@ -205,6 +205,11 @@ class _Worker:
             self.pending[job_id] = _Pending(loop, future)
         self.sender.put(data)
         return future
+
+    def _release_region(self, offset: int) -> None:
+        """The caller's last view of a region of the worker's arena is gone (from any thread)."""
+        if not self.ended:
+            self.sender.put(pickle.dumps(("free", offset, None)))
 
     def abort(self, job_id: int) -> None:
         if job_id in self.pending:

@@ -1,0 +1,152 @@
+"""A shared-memory arena between an episode worker and its caller, mapped once by each.
+
+The worker carves each message's large buffers out of it (:class:`ArenaWriter`); the caller reads
+them in place as numpy views and, once the last view of a message's region is gone, hands the
+region back (:class:`ArenaReader`), so the same pages serve episode after episode. A fresh
+mapping per message would cost the caller its page faults, an ``munmap`` and the freeing of every
+page (about 1.7 ms per 5.4 MB episode, measured here); reused pages cost nothing. When the caller
+holds more than the arena (a trainer keeping a whole rollout batch), a message's buffers go to a
+shared-memory file of their own (:func:`file_of`), freed with the caller's last view of it. Both are
+anonymous ``memfd`` files: they go away with the last process holding them, whoever dies first.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+import pickle
+import weakref
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+#: Regions start at multiples of this (a cache line; numpy and torch want aligned data).
+ALIGN = 64
+
+#: A placed message: its region's offset and length, and each buffer's ``(offset, nbytes)`` in it.
+Placed = tuple[int, int, tuple[tuple[int, int], ...]]
+
+
+def _layout(buffers: Sequence[pickle.PickleBuffer]) -> tuple[tuple[tuple[int, int], ...], int]:
+    """Each buffer's ``(offset, nbytes)`` when laid out one after the other, aligned; the length."""
+    spans, end = [], 0
+    for buffer in buffers:
+        nbytes = buffer.raw().nbytes
+        spans.append((end, nbytes))
+        end += -(-nbytes // ALIGN) * ALIGN
+    return tuple(spans), max(end, ALIGN)
+
+
+def file_of(buffers: Sequence[pickle.PickleBuffer]) -> tuple[tuple[tuple[int, int], ...], int] | None:
+    """A new shared-memory file holding ``buffers``: their spans in it and its descriptor (the
+    caller's to send and close); ``None`` where no such file can be had."""
+    spans, length = _layout(buffers)
+    try:
+        fd = os.memfd_create("vlm-envs-message", os.MFD_CLOEXEC)
+    except (AttributeError, OSError):  # not Linux, or no memory
+        return None
+    try:
+        os.ftruncate(fd, length)
+        for buffer, (offset, _) in zip(buffers, spans, strict=True):
+            view = buffer.raw()
+            while view.nbytes:  # pwrite may write less than asked
+                written = os.pwrite(fd, view, offset)
+                view, offset = view[written:], offset + written
+    except OSError:
+        os.close(fd)
+        return None
+    return spans, fd
+
+
+def views_of_file(fd: int, spans: Sequence[tuple[int, int]]) -> list[memoryview]:
+    """Views of the buffers in the file :func:`file_of` made (``fd`` is closed here); the file is
+    freed with the last of them."""
+    try:
+        whole = memoryview(mmap.mmap(fd, _layout_length(spans), flags=mmap.MAP_SHARED))
+    finally:
+        os.close(fd)
+    return [whole[start : start + nbytes] for start, nbytes in spans]
+
+
+def _layout_length(spans: Sequence[tuple[int, int]]) -> int:
+    start, nbytes = spans[-1]
+    return max(start + -(-nbytes // ALIGN) * ALIGN, ALIGN)
+
+
+class ArenaWriter:
+    """The worker's side: ``size`` bytes of shared memory and a first-fit allocator over them."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.fd = os.memfd_create("vlm-envs-arena", os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(self.fd, size)
+            self._view = memoryview(mmap.mmap(self.fd, size, flags=mmap.MAP_SHARED))
+        except OSError:
+            os.close(self.fd)
+            raise
+        self._free_starts = [0]  # sorted; with _free_sizes, the free blocks
+        self._free_sizes = [size]
+        self._taken: dict[int, int] = {}  # region offset -> its length
+
+    def place(self, buffers: Sequence[pickle.PickleBuffer]) -> Placed | None:
+        """Copy ``buffers`` into one new region; ``None`` when no free block is large enough."""
+        spans, length = _layout(buffers)
+        offset = self._take(length)
+        if offset is None:
+            return None
+        for buffer, (start, nbytes) in zip(buffers, spans, strict=True):
+            self._view[offset + start : offset + start + nbytes] = buffer.raw()
+        return offset, length, spans
+
+    def release(self, offset: int) -> None:
+        """Free the region at ``offset`` (a region not taken is ignored)."""
+        length = self._taken.pop(offset, None)
+        if length is None:
+            return
+        i = bisect.bisect(self._free_starts, offset)
+        self._free_starts.insert(i, offset)
+        self._free_sizes.insert(i, length)
+        if i + 1 < len(self._free_starts) and offset + length == self._free_starts[i + 1]:
+            self._free_sizes[i] += self._free_sizes.pop(i + 1)
+            self._free_starts.pop(i + 1)
+        if i > 0 and self._free_starts[i - 1] + self._free_sizes[i - 1] == offset:
+            self._free_sizes[i - 1] += self._free_sizes.pop(i)
+            self._free_starts.pop(i)
+
+    @property
+    def free_bytes(self) -> int:
+        return sum(self._free_sizes)
+
+    def _take(self, length: int) -> int | None:
+        for i, size in enumerate(self._free_sizes):
+            if size >= length:
+                offset = self._free_starts[i]
+                if size == length:
+                    del self._free_starts[i], self._free_sizes[i]
+                else:
+                    self._free_starts[i] += length
+                    self._free_sizes[i] -= length
+                self._taken[offset] = length
+                return offset
+        return None
+
+
+class ArenaReader:
+    """The caller's side: the arena mapped once; ``release(offset)`` is called (from whichever
+    thread drops the last view) when a region's views are all gone."""
+
+    def __init__(self, fd: int, size: int, release: Callable[[int], None]) -> None:
+        try:
+            self._map = mmap.mmap(fd, size, flags=mmap.MAP_SHARED)
+        finally:
+            os.close(fd)
+        self._release = release
+
+    def buffers(self, offset: int, length: int, spans: Sequence[tuple[int, int]]) -> list[memoryview]:
+        """Views of the buffers of the region at ``offset``, which is released once none is left."""
+        region = np.frombuffer(self._map, dtype=np.uint8, count=length, offset=offset)
+        weakref.finalize(region, self._release, offset)
+        whole = memoryview(region)
+        return [whole[start : start + nbytes] for start, nbytes in spans]
