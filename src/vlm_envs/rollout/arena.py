@@ -16,6 +16,7 @@ import bisect
 import mmap
 import os
 import pickle
+import threading
 import weakref
 from collections.abc import Callable, Sequence
 
@@ -89,11 +90,13 @@ class ArenaWriter:
         self._free_starts = [0]  # sorted; with _free_sizes, the free blocks
         self._free_sizes = [size]
         self._taken: dict[int, int] = {}  # region offset -> its length
+        self._lock = threading.Lock()  # regions are taken on one thread, released on another
 
     def place(self, buffers: Sequence[pickle.PickleBuffer]) -> Placed | None:
         """Copy ``buffers`` into one new region; ``None`` when no free block is large enough."""
         spans, length = _layout(buffers)
-        offset = self._take(length)
+        with self._lock:
+            offset = self._take(length)
         if offset is None:
             return None
         for buffer, (start, nbytes) in zip(buffers, spans, strict=True):
@@ -102,6 +105,15 @@ class ArenaWriter:
 
     def release(self, offset: int) -> None:
         """Free the region at ``offset`` (a region not taken is ignored)."""
+        with self._lock:
+            self._release(offset)
+
+    @property
+    def free_bytes(self) -> int:
+        with self._lock:
+            return sum(self._free_sizes)
+
+    def _release(self, offset: int) -> None:
         length = self._taken.pop(offset, None)
         if length is None:
             return
@@ -114,10 +126,6 @@ class ArenaWriter:
         if i > 0 and self._free_starts[i - 1] + self._free_sizes[i - 1] == offset:
             self._free_sizes[i - 1] += self._free_sizes.pop(i)
             self._free_starts.pop(i)
-
-    @property
-    def free_bytes(self) -> int:
-        return sum(self._free_sizes)
 
     def _take(self, length: int) -> int | None:
         for i, size in enumerate(self._free_sizes):

@@ -15,6 +15,7 @@ import dataclasses
 import gc
 import os
 import pickle
+import threading
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
@@ -112,38 +113,46 @@ async def _serve(
             message = packer.pack(("done", job_id, Trajectory.failed(error, job.config.failure_reward)))
         sender.put(*message)
 
-    def on_readable() -> None:
-        try:
-            while conn.poll():  # take every waiting message: the caller may have sent a thousand
-                kind, job_id, job = pickle.loads(conn.recv_bytes())
-                if kind == "run":
-                    task = loop.create_task(play(job_id, job))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-                elif kind == "free":  # the caller is done with a region of the arena
-                    packer.release(job_id)
-                elif kind == "abort":
-                    aborted.add(job_id)
-                else:
-                    break
-            else:
-                return
-        except (EOFError, OSError):
-            pass
-        if not stopped.done():  # told to stop, or the caller is gone
+    def start(job_id: int, job: EpisodeJob) -> None:
+        task = loop.create_task(play(job_id, job))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    def stop() -> None:
+        if not stopped.done():
             stopped.set_result(None)
+
+    def read() -> None:
+        """The caller's messages, on a thread of their own: a region the caller frees is free
+        at once, not when this busy loop gets to it, so the arena stays small."""
+        while True:
+            try:
+                kind, job_id, job = pickle.loads(conn.recv_bytes())
+            except (EOFError, OSError):  # the caller is gone
+                kind = "stop"
+            try:
+                if kind == "free":  # the caller is done with a region of the arena
+                    packer.release(job_id)
+                elif kind == "run":
+                    loop.call_soon_threadsafe(start, job_id, job)
+                elif kind == "abort":
+                    loop.call_soon_threadsafe(aborted.add, job_id)
+                else:  # told to stop
+                    loop.call_soon_threadsafe(stop)
+                    return
+            except RuntimeError:  # the loop is closed: this worker is ending
+                return
 
     async def say_alive() -> None:  # silence means this loop is blocked (see stuck_after_s)
         while True:
             await asyncio.sleep(ALIVE_EVERY_S)
             sender.put(ALIVE)
 
-    loop.add_reader(conn.fileno(), on_readable)
+    threading.Thread(target=read, daemon=True, name="vlm-envs-worker-inbox").start()
     alive = loop.create_task(say_alive())
     try:
         await stopped
     finally:
-        loop.remove_reader(conn.fileno())
         alive.cancel()
         for task in tasks:
             task.cancel()
