@@ -1,0 +1,113 @@
+"""The Ray actor that plays episodes for :class:`~vlm_envs.rollout.ray_workers.RayEpisodeWorkers`.
+
+An :class:`EpisodeActor` holds a codec and an engine client and plays whole episodes on its event
+loop, training tensors included. Jobs come in batches (``submit``); finished episodes go back in
+batches too: ``collect`` returns every episode finished by then, lingering :data:`LINGER_S` for more
+once one is ready (up to :data:`BATCH_BYTES`), each as its pickle with its large buffers out of band,
+which Ray puts in the object store. Importing this module imports ray.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+
+import numpy as np
+import ray
+
+from vlm_envs.rollout import wire
+from vlm_envs.rollout.trajectory import Trajectory
+from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec, play_job
+
+#: Once an episode is ready, how long ``collect`` waits for more to come back with it (seconds).
+LINGER_S = 0.02
+#: ``collect`` returns once its episodes' large buffers reach this many bytes.
+BATCH_BYTES = 32 << 20
+
+#: A finished episode on its way back: job id, pickle, out-of-band buffers.
+Finished = tuple[int, bytes, list[np.ndarray]]
+
+
+@ray.remote
+class EpisodeActor:
+    """One Ray actor: a codec and an engine client, playing episodes on its event loop."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        from vlm_envs.rollout.codec import ChatCodec
+
+        self.args = spec.args
+        self.aborted: set[int] = set()
+        self.broken: str | None = None
+        self.finished: list[Finished] = []
+        self.finished_bytes = 0
+        self.tasks: set[asyncio.Task] = set()
+        self.wake: asyncio.Event | None = None
+        try:
+            self.codec = ChatCodec(
+                spec.processor, chat_template=spec.chat_template, cache_bytes=spec.cache_bytes
+            )
+            self.engine = spec.make_engine()
+        except Exception as err:  # every episode fails with this, instead of an actor restarting in a loop
+            self.broken = f"the actor could not start: {type(err).__name__}: {err}"
+        # What this process holds now (torch, transformers, the processor) lives as long as it does:
+        # full collections need not walk it with many episodes in flight (as in a worker process).
+        gc.collect()
+        gc.freeze()
+
+    def node_id(self) -> str:
+        return ray.get_runtime_context().get_node_id()
+
+    async def submit(self, jobs: list[tuple[int, EpisodeJob]]) -> None:
+        """Start playing ``jobs``; they come back through :meth:`collect`."""
+        for job_id, job in jobs:
+            task = asyncio.get_running_loop().create_task(self._play(job_id, job))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def collect(self) -> list[Finished]:
+        """The episodes finished since the last call; waits for one, then :data:`LINGER_S` for more."""
+        wake = self._wake()
+        await wake.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._full(), LINGER_S)
+        batch, self.finished, self.finished_bytes = self.finished, [], 0
+        wake.clear()
+        return batch
+
+    async def abort(self, job_id: int) -> None:
+        self.aborted.add(job_id)
+
+    async def _play(self, job_id: int, job: EpisodeJob) -> None:
+        if self.broken is not None:
+            traj = Trajectory.failed(f"ray: {self.broken}", job.config.failure_reward)
+        else:
+            try:
+                traj = await play_job(job_id, job, self.codec, self.engine, self.args, self.aborted)
+            finally:
+                self.aborted.discard(job_id)
+            try:  # the training tensors, made here: they reach the caller through the object store
+                traj.train_inputs()
+            except Exception as err:  # e.g. out of memory: the episode fails, the actor goes on
+                error = f"ray: training tensors: {type(err).__name__}: {err}"
+                traj = Trajectory.failed(error, job.config.failure_reward)
+        try:
+            body, large = wire.split(traj)
+        except Exception as err:  # e.g. an env that put an unpicklable object in its info
+            error = f"ray: the trajectory cannot be sent back: {type(err).__name__}: {err}"
+            body, large = wire.split(Trajectory.failed(error, job.config.failure_reward))
+        buffers = [np.frombuffer(buffer.raw(), dtype=np.uint8) for buffer in large]
+        self.finished.append((job_id, body, buffers))
+        self.finished_bytes += sum(b.nbytes for b in buffers)
+        self._wake().set()
+
+    async def _full(self) -> None:
+        while self.finished_bytes < BATCH_BYTES:
+            wake = self._wake()
+            wake.clear()
+            await wake.wait()
+
+    def _wake(self) -> asyncio.Event:
+        if self.wake is None:  # made on the actor's loop, on first use
+            self.wake = asyncio.Event()
+        return self.wake
