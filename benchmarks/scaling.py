@@ -18,7 +18,7 @@ freeing them costs.
 On the 2-core machine this was written on (no 16-core machine was lent; the figures vary by about
 0.1 in ratio from run to run here):
 
-| executor | turns/s | sequential rate x n | ratio | caller CPU / episode, ms | trainer, ms | longest stall, ms |
+| executor | turns/s | sequential x n | ratio | caller CPU / episode, ms | trainer, ms | longest stall, ms |
 |---|---|---|---|---|---|---|
 | in process | 574 | 865 | 0.66 | 15.50 | 0.25 | 537.7 |
 | local pool, 1 processes | 717 | 1018 | 0.70 | 1.09 | 0.19 | 23.0 |
