@@ -116,9 +116,10 @@ def test_a_killed_actor_fails_its_episodes_and_is_replaced(scripted):
         jobs = [EpisodeJob("sokoban", SOKOBAN, seed=i, config=c) for i, c in enumerate(configs)]
         tasks = [asyncio.ensure_future(scripted.run(job)) for job in jobs]
         await asyncio.sleep(1)  # some turns in
-        ray.kill(scripted._actors[0])
+        ray.kill(dead)
         return await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
 
+    dead = scripted._actors[0]
     killed_a, done_a, killed_b, done_b = asyncio.run(main())
     for traj in (killed_a, killed_b):
         assert traj.status is Status.FAILED and "ActorDiedError" in traj.error and traj.reward == 0.0
@@ -126,7 +127,8 @@ def test_a_killed_actor_fails_its_episodes_and_is_replaced(scripted):
         assert traj.status is Status.TRUNCATED and len(traj.turns) == 30
     again = run_jobs(scripted, *(EpisodeJob("sokoban", SOKOBAN, seed=i, config=short) for i in range(4)))
     assert all(t.status is Status.TRUNCATED and len(t.turns) == 30 for t in again)
-    assert len(set(scripted.node_ids())) == 2  # the replacement took the dead actor's place
+    # a new actor took the dead one's slot (on whichever node: SPREAD is best effort) and answers
+    assert scripted._actors[0] is not dead and len(scripted.node_ids()) == 2
 
 
 def test_the_callers_abort_flag_aborts_episodes_on_actors(scripted):
