@@ -155,6 +155,6 @@ class ArenaReader:
     def buffers(self, offset: int, length: int, spans: Sequence[tuple[int, int]]) -> list[memoryview]:
         """Views of the buffers of the region at ``offset``, which is released once none is left."""
         region = np.frombuffer(self._map, dtype=np.uint8, count=length, offset=offset)
-        weakref.finalize(region, self._release, offset)
+        weakref.finalize(region, self._release, offset).atexit = False  # no worker to tell at exit
         whole = memoryview(region)
         return [whole[start : start + nbytes] for start, nbytes in spans]
