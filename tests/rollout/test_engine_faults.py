@@ -17,6 +17,7 @@ from vlm_envs.testing import Fault
 
 MAX_NEW = 8
 QUICK = {"read_timeout": 0.5, "turn_timeout": 1.5, "max_retries": 1}
+EVERY = 1000  # faults queued: more requests than any case sends
 
 
 def play(server, codec, engine_kwargs, max_turns=1, seed=1):
@@ -43,9 +44,11 @@ CASES = [
     (Fault("unknown_finish"), 1, {}, Status.FAILED, "(a known finish reason): 'done'"),
     (Fault("too_many_tokens", size=5007), 1, {}, Status.TRUNCATED, "(at most max_new_tokens): 5007 tokens"),
     (Fault("huge_body"), 1, {}, Status.FAILED, "(a body of at most"),
-    (Fault("drip", seconds=0.05), 3, QUICK, Status.FAILED, "no complete reply within turn_timeout=1.5 s"),
-    (Fault("delay", seconds=5.0), 3, QUICK, Status.FAILED, "no complete reply within turn_timeout=1.5 s"),
-    (Fault("stall", seconds=5.0), 3, {**QUICK, "turn_timeout": 30.0}, Status.FAILED, "no progress"),
+    # slow replies: every request until cleared, so that no attempt of the turn can get a prompt reply
+    # (with 3 queued, one CI run saw a turn answered at once: some request had taken a fault)
+    (Fault("drip", seconds=0.05), EVERY, QUICK, Status.FAILED, "no complete reply within turn_timeout=1.5 s"),
+    (Fault("delay", seconds=5.0), EVERY, QUICK, Status.FAILED, "no complete reply within turn_timeout=1.5 s"),
+    (Fault("stall", seconds=5.0), EVERY, {**QUICK, "turn_timeout": 30.0}, Status.FAILED, "no progress"),
 ]
 
 
