@@ -4,7 +4,7 @@ The worker carves each message's large buffers out of it (:class:`ArenaWriter`);
 them in place as numpy views and, once the last view of a message's region is gone, hands the
 region back (:class:`ArenaReader`), so the same pages serve episode after episode. A fresh
 mapping per message would cost the caller its page faults, an ``munmap`` and the freeing of every
-page (about 1.7 ms per 5.4 MB episode, measured here); reused pages cost nothing. When the caller
+page (about 1.5 ms per 5.4 MB episode, measured here); reused pages cost nothing. When the caller
 holds more than the arena (a trainer keeping a whole rollout batch), a message's buffers go to a
 shared-memory file of their own (:func:`file_of`), freed with the caller's last view of it. Both are
 anonymous ``memfd`` files: they go away with the last process holding them, whoever dies first.
@@ -29,13 +29,17 @@ ALIGN = 64
 Placed = tuple[int, int, tuple[tuple[int, int], ...]]
 
 
+def _aligned(nbytes: int) -> int:
+    return max(-(-nbytes // ALIGN) * ALIGN, ALIGN)
+
+
 def _layout(buffers: Sequence[pickle.PickleBuffer]) -> tuple[tuple[tuple[int, int], ...], int]:
     """Each buffer's ``(offset, nbytes)`` when laid out one after the other, aligned; the length."""
     spans, end = [], 0
     for buffer in buffers:
         nbytes = buffer.raw().nbytes
         spans.append((end, nbytes))
-        end += -(-nbytes // ALIGN) * ALIGN
+        end += _aligned(nbytes)
     return tuple(spans), max(end, ALIGN)
 
 
@@ -64,15 +68,10 @@ def views_of_file(fd: int, spans: Sequence[tuple[int, int]]) -> list[memoryview]
     """Views of the buffers in the file :func:`file_of` made (``fd`` is closed here); the file is
     freed with the last of them."""
     try:
-        whole = memoryview(mmap.mmap(fd, _layout_length(spans), flags=mmap.MAP_SHARED))
+        whole = memoryview(mmap.mmap(fd, spans[-1][0] + _aligned(spans[-1][1]), flags=mmap.MAP_SHARED))
     finally:
         os.close(fd)
     return [whole[start : start + nbytes] for start, nbytes in spans]
-
-
-def _layout_length(spans: Sequence[tuple[int, int]]) -> int:
-    start, nbytes = spans[-1]
-    return max(start + -(-nbytes // ALIGN) * ALIGN, ALIGN)
 
 
 class ArenaWriter:

@@ -35,8 +35,8 @@ from vlm_envs.rollout.arena import ArenaReader, ArenaWriter, file_of, views_of_f
 
 #: Buffers at least this large go to shared memory; smaller ones are cheaper in the pickle.
 SHARED_MIN_BYTES = 64 << 10
-#: A worker's arena: room for about 45 episodes of 5.4 MB that the caller still holds; beyond that
-#: their buffers go in the pickle. Pages are taken as first used and kept for reuse.
+#: A worker's arena: room for about 45 episodes of 5.4 MB that the caller still holds; beyond that,
+#: a message gets a shared file of its own. Pages are taken as first used and kept for reuse.
 ARENA_BYTES = 256 << 20
 _HEADER_LENGTH_BYTES = 4
 #: How long a :class:`Sender` being closed gets to send what is queued (seconds).
@@ -45,7 +45,7 @@ SEND_TIMEOUT_S = 5.0
 
 class _BufferPickler(pickle.Pickler):
     """Pickles CPU tensors as numpy arrays and images as their raw bytes, so that the data of both
-    is a pickle-5 buffer (which :func:`pack` may send out of band), not ``torch.save`` or bytes."""
+    is a pickle-5 buffer (which :func:`split` leaves out of band), not ``torch.save`` or bytes."""
 
     def reducer_override(self, obj: Any) -> Any:
         if type(obj) is torch.Tensor and obj.device.type == "cpu" and not obj.requires_grad:
@@ -185,7 +185,7 @@ class Receiver:
 class Sender:
     """Writes messages on its own thread, so a peer slow to read never blocks an event loop.
 
-    :meth:`put` takes plain bytes (the caller's messages to a worker) or a :func:`pack` result.
+    :meth:`put` takes a message and, if one goes with it, a descriptor that it closes once sent.
     """
 
     def __init__(self, conn: Connection) -> None:
