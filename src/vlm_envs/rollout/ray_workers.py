@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 import ray
-from ray.exceptions import RayActorError
 
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.aborts import AbortWatch
@@ -290,14 +289,11 @@ class RayEpisodeWorkers:
                 index, actor = calls.pop(ref)
                 try:
                     finished = ray.get(ref)
-                except RayActorError as err:
-                    self._replace(index, actor, f"ray: {type(err).__name__}: {_one_line(err)}")
-                    continue
-                except Exception as err:  # a batch Ray could not bring back: its actor's episodes fail
+                except Exception as err:  # the actor died (RayActorError), or its batch cannot be read
                     self._replace(index, actor, f"ray: {type(err).__name__}: {_one_line(err)}")
                     continue
                 for job_id, body, buffers in finished:
-                    self._settle(index, job_id, lambda _, b=body, bufs=buffers: _trajectory(b, bufs))
+                    self._settle(index, job_id, lambda r, b=body, bufs=buffers: _trajectory(b, bufs, r))
                 del finished
 
     def _settle(self, index: int, job_id: int, make: Callable[[float], Trajectory]) -> None:
@@ -321,14 +317,15 @@ class RayEpisodeWorkers:
         _fail(entries, error)
 
 
-def _trajectory(body: bytes, buffers: list[np.ndarray]) -> Trajectory:
+def _trajectory(body: bytes, buffers: list[np.ndarray], failure_reward: float) -> Trajectory:
     """A trajectory from its pickle and its buffers in the object store (read without a copy)."""
     try:
         with warnings.catch_warnings():  # the store's buffers are read-only; so are trajectory tensors
             warnings.simplefilter("ignore", UserWarning)
             return pickle.loads(body, buffers=buffers)
     except Exception as err:
-        return Trajectory.failed(f"ray: the trajectory could not be read: {type(err).__name__}: {err}")
+        error = f"ray: the trajectory could not be read: {type(err).__name__}: {err}"
+        return Trajectory.failed(error, failure_reward)
 
 
 def _resolve(entry: _Pending, box: list[Trajectory]) -> None:
