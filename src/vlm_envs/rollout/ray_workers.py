@@ -38,6 +38,7 @@ import ray
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.aborts import AbortWatch
 from vlm_envs.rollout.engines import Engine
+from vlm_envs.rollout.handoff import Waiter
 from vlm_envs.rollout.ray_actor import EpisodeActor
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec
@@ -48,17 +49,6 @@ __all__ = ["RayEpisodeWorkers"]
 SPARE_CALLS = 16
 #: How often the collector thread looks for new actors and for the pool's end (seconds).
 POLL_S = 0.1
-
-
-class _Pending:
-    """A caller waiting for an episode: its loop, its future, and the reward if the pool fails it."""
-
-    __slots__ = ("failure_reward", "future", "loop")
-
-    def __init__(
-        self, loop: asyncio.AbstractEventLoop, future: asyncio.Future, failure_reward: float
-    ) -> None:
-        self.loop, self.future, self.failure_reward = loop, future, failure_reward
 
 
 class _Threads:
@@ -128,7 +118,7 @@ class RayEpisodeWorkers:
         )
         self._actors: list[Any] = [None] * actors
         self._load = [0] * actors
-        self._pending: list[dict[int, _Pending]] = [{} for _ in range(actors)]
+        self._pending: list[dict[int, Waiter]] = [{} for _ in range(actors)]
         self._lock = threading.Lock()
         self._free: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = deque()
         self._ids = itertools.count()
@@ -153,18 +143,15 @@ class RayEpisodeWorkers:
     async def run(self, job: EpisodeJob, should_abort: Callable[[], bool] | None = None) -> Trajectory:
         """Play ``job`` on an actor; never raises for env, engine, codec or actor failures."""
         job_id = next(self._ids)
-        loop = asyncio.get_running_loop()
-        future = loop.create_future()
+        waiter = Waiter(job.config.failure_reward)
         try:
-            index, actor, threads = await self._acquire(
-                job_id, _Pending(loop, future, job.config.failure_reward)
-            )
+            index, actor, threads = await self._acquire(job_id, waiter)
         except Exception as err:  # no cluster to join, or an actor that cannot be created
             return Trajectory.failed(f"ray: {type(err).__name__}: {err}", job.config.failure_reward)
         try:
             threads.outbox.put((index, actor, job_id, job))
             self._aborts.watch(job_id, actor, should_abort)
-            return (await future).pop()
+            return await waiter.trajectory()
         finally:
             self._aborts.forget(job_id)
             self._release(index, job_id)
@@ -182,7 +169,8 @@ class RayEpisodeWorkers:
                 with contextlib.suppress(Exception):
                     ray.kill(actor)
         for entries in pending:
-            _fail(entries, "ray: the pool was closed")
+            for waiter in entries.values():
+                waiter.fail("ray: the pool was closed")
         if threads is not None:
             threads.stop()
 
@@ -207,8 +195,8 @@ class RayEpisodeWorkers:
             self._actors[index] = EpisodeActor.options(**options).remote(self._spec_ref)
         return self._actors[index]
 
-    async def _acquire(self, job_id: int, entry: _Pending) -> tuple[int, Any, _Threads]:
-        """The least loaded actor with a free slot, with ``entry`` registered on it, and the
+    async def _acquire(self, job_id: int, waiter: Waiter) -> tuple[int, Any, _Threads]:
+        """The least loaded actor with a free slot, with ``waiter`` registered on it, and the
         threads that serve it; waits for a slot when every actor is full."""
         while True:
             with self._lock:
@@ -216,12 +204,12 @@ class RayEpisodeWorkers:
                 if self._load[index] < self.max_in_flight:
                     actor = self._actor(index)
                     self._load[index] += 1
-                    self._pending[index][job_id] = entry
+                    self._pending[index][job_id] = waiter
                     assert self._threads is not None  # started with the actor
                     return index, actor, self._threads
-                waiter = entry.loop.create_future()
-                self._free.append((entry.loop, waiter))
-            await waiter
+                slot = waiter.loop.create_future()
+                self._free.append((waiter.loop, slot))
+            await slot
 
     def _release(self, index: int, job_id: int) -> None:
         with self._lock:
@@ -299,9 +287,9 @@ class RayEpisodeWorkers:
     def _settle(self, index: int, job_id: int, make: Callable[[float], Trajectory]) -> None:
         """Hand the caller waiting for ``job_id`` the trajectory ``make(its failure reward)``."""
         with self._lock:
-            entry = self._pending[index].get(job_id)
-        if entry is not None:
-            _resolve(entry, [make(entry.failure_reward)])
+            waiter = self._pending[index].get(job_id)
+        if waiter is not None:
+            waiter.hand_over([make(waiter.failure_reward)])
 
     def _replace(self, index: int, dead: Any, error: str) -> None:
         """Fail the episodes of ``dead`` and put a new actor in its place."""
@@ -314,7 +302,8 @@ class RayEpisodeWorkers:
             entries, self._pending[index] = self._pending[index], {}
             if self._threads is not None:  # not closed
                 self._actor(index)
-        _fail(entries, error)
+        for waiter in entries.values():
+            waiter.fail(error)
 
 
 def _trajectory(body: bytes, buffers: list[np.ndarray], failure_reward: float) -> Trajectory:
@@ -326,23 +315,6 @@ def _trajectory(body: bytes, buffers: list[np.ndarray], failure_reward: float) -
     except Exception as err:
         error = f"ray: the trajectory could not be read: {type(err).__name__}: {err}"
         return Trajectory.failed(error, failure_reward)
-
-
-def _resolve(entry: _Pending, box: list[Trajectory]) -> None:
-    """Settle ``entry`` on its loop with ``box``, which :meth:`RayEpisodeWorkers.run` empties (so
-    that the thread settling it never holds the trajectory's last reference)."""
-
-    def settle() -> None:
-        if not entry.future.done():
-            entry.future.set_result(box)
-
-    with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody is waiting
-        entry.loop.call_soon_threadsafe(settle)
-
-
-def _fail(entries: dict[int, _Pending], error: str) -> None:
-    for entry in entries.values():
-        _resolve(entry, [Trajectory.failed(error, entry.failure_reward)])
 
 
 def _wake(waiter: asyncio.Future) -> None:

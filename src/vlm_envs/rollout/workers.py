@@ -17,8 +17,6 @@ with that error instead of restarting in a loop.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import itertools
 import multiprocessing
 import pickle
@@ -29,6 +27,7 @@ from typing import Any
 
 from vlm_envs.rollout.aborts import AbortWatch
 from vlm_envs.rollout.engines import Engine
+from vlm_envs.rollout.handoff import Waiter
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.wire import Receiver, Sender
 from vlm_envs.rollout.worker_process import ALIVE_EVERY_S, STOP_TIMEOUT_S, EpisodeJob, WorkerSpec, worker_main
@@ -85,24 +84,23 @@ class EpisodeWorkers:
     async def run(self, job: EpisodeJob, should_abort: Callable[[], bool] | None = None) -> Trajectory:
         """Play ``job`` in a worker; never raises for env, engine, codec or worker failures."""
         job_id = next(self._ids)
-        loop = asyncio.get_running_loop()
-        future = None
+        waiter, taken = Waiter(), False
         try:
             for _ in range(3):  # a worker that just ended takes nothing; its replacement does
                 if self._broken is not None:
                     return Trajectory.failed(self._broken, job.config.failure_reward)
                 with self._lock:
                     worker = self._least_busy()
-                future = worker.submit(job_id, job, loop)
-                if future is not None:
+                taken = worker.submit(job_id, job, waiter)
+                if taken:
                     break
         except Exception as err:  # a worker that cannot start or take the job fails this episode only
             return Trajectory.failed(f"worker: {type(err).__name__}: {err}", job.config.failure_reward)
-        if future is None:
+        if not taken:
             return Trajectory.failed("worker: workers kept ending before taking the episode")
         self._aborts.watch(job_id, worker, should_abort)
         try:
-            return (await future).pop()
+            return await waiter.trajectory()
         finally:
             self._aborts.forget(job_id)
 
@@ -161,13 +159,6 @@ class EpisodeWorkers:
         self._broken = f"worker: {error}"
 
 
-class _Pending:
-    __slots__ = ("future", "loop")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future) -> None:
-        self.loop, self.future = loop, future
-
-
 class _Worker:
     """One worker process, the caller-side thread that writes to it and the one that reads from it."""
 
@@ -178,7 +169,7 @@ class _Worker:
         )
         self.process.start()
         child.close()
-        self.pending: dict[int, _Pending] = {}
+        self.pending: dict[int, Waiter] = {}
         self.lock = threading.Lock()
         self.on_fatal = on_fatal
         self.closing = False
@@ -194,17 +185,15 @@ class _Worker:
     def alive(self) -> bool:
         return not self.ended
 
-    def submit(self, job_id: int, job: EpisodeJob, loop: asyncio.AbstractEventLoop) -> asyncio.Future | None:
-        """The future of a one-item list holding the job's trajectory, or ``None`` if this worker
-        has ended."""
+    def submit(self, job_id: int, job: EpisodeJob, waiter: Waiter) -> bool:
+        """Send the job, whose trajectory goes to ``waiter``; ``False`` if this worker has ended."""
         data = pickle.dumps(("run", job_id, job), protocol=5)  # an unpicklable job fails here, at once
-        future = loop.create_future()
         with self.lock:
             if self.ended:
-                return None
-            self.pending[job_id] = _Pending(loop, future)
+                return False
+            self.pending[job_id] = waiter
         self.sender.put(data)
-        return future
+        return True
 
     def _release_region(self, offset: int) -> None:
         """The caller's last view of a region of the worker's arena is gone (from any thread)."""
@@ -232,8 +221,7 @@ class _Worker:
                 kind, job_id, payload = self.receiver.recv()
                 self.last_heard = time.monotonic() if ready or kind == "ready" else None
                 if kind == "done":
-                    # handed over in a box that the caller empties: this thread (which holds the
-                    # future a while) keeps no reference, so the caller frees the trajectory (5 MB)
+                    # in a box the caller empties: this thread keeps no reference (see handoff.py)
                     box, payload = [payload], None
                     self._settle(job_id, box)
                 elif kind == "ready":
@@ -254,14 +242,14 @@ class _Worker:
         with self.lock:  # from here on submit() refuses, so no job can be left behind
             self.ended = True
             orphans, self.pending = self.pending, {}
-        for entry in orphans.values():
-            _resolve(entry, [Trajectory.failed(f"worker: {reason} (exit code {code})")])
+        for waiter in orphans.values():
+            waiter.fail(f"worker: {reason} (exit code {code})")
 
     def _settle(self, job_id: int, box: list[Trajectory]) -> None:
         with self.lock:
-            entry = self.pending.pop(job_id, None)
-        if entry is not None:
-            _resolve(entry, box)
+            waiter = self.pending.pop(job_id, None)
+        if waiter is not None:
+            waiter.hand_over(box)
 
     def close(self) -> None:
         self.closing = True
@@ -273,14 +261,3 @@ class _Worker:
         self.reader.join(timeout=STOP_TIMEOUT_S)
         self.receiver.close()
         self.conn.close()
-
-
-def _resolve(entry: _Pending, box: list[Trajectory]) -> None:
-    """Settle ``entry`` on its loop with ``box``, which :meth:`EpisodeWorkers.run` empties."""
-
-    def settle() -> None:
-        if not entry.future.done():
-            entry.future.set_result(box)
-
-    with contextlib.suppress(RuntimeError):  # the caller's loop is closed: nobody is waiting
-        entry.loop.call_soon_threadsafe(settle)
