@@ -6,27 +6,20 @@ import functools
 
 import pytest
 import ray
-import torch
-from rollout_helpers import assert_trainer_invariants
+from rollout_helpers import (
+    SOKOBAN,
+    assert_plays_as_on_the_callers_loop,
+    run_jobs,
+)
 
-from vlm_envs import build_env
 from vlm_envs.rollout.engines import SGLangEngine
-from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.episode import EpisodeConfig
 from vlm_envs.rollout.ray_workers import RayEpisodeWorkers
 from vlm_envs.rollout.trajectory import Status
 from vlm_envs.rollout.workers import EpisodeJob
 from vlm_envs.testing import ScriptedEngine
 
-SAMPLING = {"temperature": 1.0}  # the test server seeds sampling by the input ids: reproducible
-SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision"}
 LONG = EpisodeConfig(max_turns=1000, max_new_tokens=16)
-
-
-def run_jobs(pool, *jobs, should_abort=None):
-    async def main():
-        return await asyncio.gather(*(pool.run(job, should_abort=should_abort) for job in jobs))
-
-    return asyncio.run(main())
 
 
 @pytest.fixture(scope="module")
@@ -59,29 +52,7 @@ def test_the_actors_are_spread_over_both_nodes(pool):
 
 def test_actor_trajectories_equal_those_played_on_the_callers_loop(served, pool):
     server, codec = served
-    config = EpisodeConfig(max_turns=3, max_new_tokens=24, check_template=True)
-    jobs = [
-        EpisodeJob("sokoban", SOKOBAN, seed=seed, config=config, sampling_params=SAMPLING)
-        for seed in range(4)
-    ]
-    remote = run_jobs(pool, *jobs)
-
-    async def local(seed):
-        async with SGLangEngine(server.url) as engine:
-            env = build_env("sokoban", **SOKOBAN)
-            return await run_episode(env, engine, codec, seed=seed, config=config, sampling_params=SAMPLING)
-
-    for job, theirs in zip(jobs, remote, strict=True):
-        ours = asyncio.run(local(job.seed))
-        assert theirs.status is ours.status and theirs.error == ours.error
-        assert theirs.tokens == ours.tokens and theirs.loss_mask == ours.loss_mask
-        assert theirs.log_probs == pytest.approx(ours.log_probs, abs=1e-6)
-        assert [t.metrics for t in theirs.turns] == [t.metrics for t in ours.turns]
-        assert theirs.reward == ours.reward and theirs.template_check.ok
-        a, b = theirs.train_inputs(), ours.train_inputs()
-        assert torch.equal(a["pixel_values"], b["pixel_values"])
-        assert torch.equal(a["image_grid_thw"], b["image_grid_thw"])
-        assert_trainer_invariants(theirs, codec)
+    assert_plays_as_on_the_callers_loop(pool, server, codec)
 
 
 def test_an_unknown_env_fails_its_episode_and_the_pool_goes_on(pool):

@@ -2,10 +2,10 @@
 on a real two-node cluster: the same Samples as in process, every one within the Sample contract."""
 
 import asyncio
-from types import SimpleNamespace
 
 import pytest
 import torch
+from rollout_helpers import slime_args
 from slime.rollout.sglang_rollout import GenerateState
 from slime.utils.types import Sample
 
@@ -26,17 +26,14 @@ def fresh_state():
 
 
 def make_args(server, **overrides):
-    host, port = server.url.removeprefix("http://").split(":")
-    values = dict(
-        sglang_router_ip=host,
-        sglang_router_port=int(port),
-        rollout_temperature=1.0,
+    """slime's args for these tests: short replies, Sokoban, no template check (as a user runs it)."""
+    return slime_args(
+        server,
         rollout_max_response_len=64,
-        rollout_max_context_len=None,
-        hf_checkpoint="(built offline by the stand-in)",
         rollout_interaction_env_path="sokoban",
+        vlm_envs_check_template=False,
+        **overrides,
     )
-    return SimpleNamespace(**{**values, **overrides})
 
 
 def generate_all(args, samples, during=None):

@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+import torch
+
+from vlm_envs import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.executors import EpisodeExecutor
 from vlm_envs.rollout.trajectory import Trajectory
+from vlm_envs.rollout.worker_process import EpisodeJob
 from vlm_envs.testing import Fault, SGLangTestServer
+
+SAMPLING = {"temperature": 1.0}  # the test server seeds sampling by the input ids: reproducible
+SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision"}
 
 
 def slime_args(server: SGLangTestServer, **overrides: Any) -> SimpleNamespace:
@@ -56,3 +69,45 @@ def assert_trainer_invariants(traj: Trajectory, codec: ChatCodec) -> None:
 def assert_sample_invariants(sample: Any, codec: ChatCodec) -> None:
     """The Sample contract on a filled slime Sample (what the hook hands the trainer)."""
     assert contract.sample_violations(sample, codec.token_space) == []
+
+
+def run_jobs(
+    pool: EpisodeExecutor, *jobs: EpisodeJob, should_abort: Callable[[], bool] | None = None
+) -> list[Trajectory]:
+    """Play ``jobs`` at once on ``pool``; their trajectories in order."""
+
+    async def main() -> list[Trajectory]:
+        return await asyncio.gather(*(pool.run(job, should_abort=should_abort) for job in jobs))
+
+    return asyncio.run(main())
+
+
+def assert_plays_as_on_the_callers_loop(
+    pool: EpisodeExecutor, server: SGLangTestServer, codec: ChatCodec
+) -> None:
+    """Four Sokoban vision episodes played by ``pool`` equal the same episodes played here: tokens,
+    mask, log probs, turns, reward and training tensors, each within the trainer's invariants."""
+    config = EpisodeConfig(max_turns=3, max_new_tokens=24, check_template=True)
+    jobs = [
+        EpisodeJob("sokoban", SOKOBAN, seed=seed, config=config, sampling_params=SAMPLING)
+        for seed in range(4)
+    ]
+    remote = run_jobs(pool, *jobs)
+
+    async def local(seed: int | None) -> Trajectory:
+        async with SGLangEngine(server.url) as engine:
+            env = build_env("sokoban", **SOKOBAN)
+            return await run_episode(env, engine, codec, seed=seed, config=config, sampling_params=SAMPLING)
+
+    for job, theirs in zip(jobs, remote, strict=True):
+        ours = asyncio.run(local(job.seed))
+        assert theirs.status is ours.status and theirs.error == ours.error  # the random model may end it
+        assert theirs.tokens == ours.tokens and theirs.loss_mask == ours.loss_mask
+        assert theirs.log_probs == pytest.approx(ours.log_probs, abs=1e-6)
+        assert [t.model_text for t in theirs.turns] == [t.model_text for t in ours.turns]
+        assert [t.metrics for t in theirs.turns] == [t.metrics for t in ours.turns]
+        assert theirs.reward == ours.reward and theirs.template_check.ok
+        a, b = theirs.train_inputs(), ours.train_inputs()
+        assert torch.equal(a["pixel_values"], b["pixel_values"])
+        assert torch.equal(a["image_grid_thw"], b["image_grid_thw"])
+        assert_trainer_invariants(theirs, codec)
