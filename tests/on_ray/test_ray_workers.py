@@ -3,6 +3,7 @@ loop, actors on both nodes, a killed actor contained, the trainer's abort honour
 
 import asyncio
 import functools
+import time
 
 import pytest
 import ray
@@ -22,9 +23,19 @@ from vlm_envs.testing import ScriptedEngine
 LONG = EpisodeConfig(max_turns=1000, max_new_tokens=16)
 
 
+def wait_until_the_cluster_is_idle(timeout_s=60.0):
+    """Every CPU free again: the actors and tasks of earlier tests are gone (Ray frees them a
+    little after they are killed), so SPREAD has both nodes to choose from."""
+    deadline = time.monotonic() + timeout_s
+    while ray.available_resources().get("CPU", 0.0) < ray.cluster_resources().get("CPU", 0.0):
+        assert time.monotonic() < deadline, f"the cluster stayed busy: {ray.available_resources()}"
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="module")
 def pool(ray_cluster, served):
     server, codec = served
+    wait_until_the_cluster_is_idle()
     make_engine = functools.partial(SGLangEngine, server.url)
     with RayEpisodeWorkers(2, codec.processor, make_engine, num_cpus=0.5) as actors:
         yield actors
