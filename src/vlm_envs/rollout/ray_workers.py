@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.aborts import AbortWatch
@@ -107,12 +108,12 @@ class RayEpisodeWorkers:
         self.max_in_flight = max_in_flight
         self._spec = WorkerSpec(processor, make_engine, args, chat_template, cache_bytes)
         self._spec_ref: ray.ObjectRef | None = None
+        self._nodes: list[str] = []  # the cluster's live nodes when the pool joined it
         self._address = address
         env_vars = {contract.LOG_ENV: os.environ[contract.LOG_ENV]} if contract.LOG_ENV in os.environ else {}
         self._options: dict[str, Any] = dict(
             num_cpus=num_cpus,
             resources=dict(resources or {}),
-            scheduling_strategy="SPREAD",
             max_concurrency=max_in_flight + SPARE_CALLS,
             runtime_env={"env_vars": env_vars} if env_vars else None,
         )
@@ -189,10 +190,18 @@ class RayEpisodeWorkers:
                 if not ray.is_initialized():
                     ray.init(address=self._address)
                 self._spec_ref = ray.put(self._spec)  # the processor goes to the store once
+                self._nodes = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
             if self._threads is None:
                 self._threads = _Threads(self)
             options = {k: v for k, v in self._options.items() if v is not None}
-            self._actors[index] = EpisodeActor.options(**options).remote(self._spec_ref)
+            # slot i prefers node i mod n: spread for sure where Ray's SPREAD is best effort (it put
+            # two actors on one node of two now and then); soft, so a node without room or gone
+            # leaves the actor to Ray's choice
+            node = self._nodes[index % len(self._nodes)] if self._nodes else None
+            strategy = NodeAffinitySchedulingStrategy(node, soft=True) if node else "SPREAD"
+            self._actors[index] = EpisodeActor.options(scheduling_strategy=strategy, **options).remote(
+                self._spec_ref
+            )
         return self._actors[index]
 
     async def _acquire(self, job_id: int, waiter: Waiter) -> tuple[int, Any, _Threads]:
