@@ -103,6 +103,21 @@ def test_images_keep_mode_size_palette_info_and_pixels(mode):
     assert len(body) < 2000  # the pixels (120 KB and more) travelled out of band
 
 
+def test_an_image_is_decoded_when_first_read_not_when_it_arrives():
+    image = Image.effect_noise((64, 48), 60).convert("RGB")
+    body, large = wire.split(image)
+    again = pickle.loads(body, buffers=[b.raw() for b in large])
+    assert again._deferred is not None and again._im is None  # nothing decoded yet
+    assert again.getpixel((5, 7)) == image.getpixel((5, 7)) and again._deferred is None
+    deferred = pickle.loads(body, buffers=[b.raw() for b in large])
+    assert np.array_equal(np.asarray(deferred), np.asarray(image))  # numpy reads it through load()
+    for read in (lambda im: im.copy(), lambda im: im.resize((8, 6)), lambda im: im.convert("L")):
+        fresh = pickle.loads(body, buffers=[b.raw() for b in large])
+        assert read(fresh).tobytes() == read(image).tobytes()
+    plain_again = pickle.loads(pickle.dumps(pickle.loads(body, buffers=[b.raw() for b in large])))
+    assert plain_again.tobytes() == image.tobytes()  # plain pickle of a deferred image still works
+
+
 def test_the_allocator_coalesces_freed_regions():
     arena = ArenaWriter(1 << 20)
     buffers = [pickle.PickleBuffer(bytearray(100_000)) for _ in range(3)]

@@ -55,7 +55,8 @@ class _BufferPickler(pickle.Pickler):
                 return NotImplemented
         if isinstance(obj, Image.Image):
             palette = obj.getpalette() if obj.mode in ("P", "PA") else None
-            return _image, (obj.mode, obj.size, obj.info, palette, pickle.PickleBuffer(obj.tobytes()))
+            pixels = pickle.PickleBuffer(obj.tobytes())
+            return DeferredImage.of, (obj.mode, obj.size, obj.info, palette, pixels)
         return NotImplemented
 
 
@@ -67,6 +68,35 @@ def _image(
         image.putpalette(palette)
     image.info = info
     return image
+
+
+class DeferredImage(Image.Image):
+    """An image whose pixels stay in the message's buffer until something reads them.
+
+    A caller mostly hands a trajectory's images on (the trainer reads ``pixel_values``), so decoding
+    every image on arrival would be CPU spent for nothing. Every Pillow operation loads an image
+    before reading its pixels (as it does an image opened from a file), and loading decodes it.
+    """
+
+    _deferred: tuple[list[int] | None, Any] | None = None  # (palette, raw bytes) until loaded
+
+    @classmethod
+    def of(
+        cls, mode: str, size: tuple[int, int], info: dict[str, Any], palette: list[int] | None, data: Any
+    ) -> DeferredImage:
+        image = cls()
+        image._mode, image._size, image.info = mode, size, info
+        image._deferred = (palette, data)
+        return image
+
+    def load(self) -> Any:
+        deferred = self._deferred
+        if deferred is not None:  # two threads may both decode: equal images, one is kept
+            decoded = _image(self.mode, self.size, self.info, *deferred)
+            decoded.load()
+            self.palette, self.im = decoded.palette, decoded.im
+            self._deferred = None
+        return super().load()
 
 
 def dumps(obj: Any, buffer_callback: Any = None) -> bytes:
