@@ -6,7 +6,8 @@ every buffer of at least :data:`SHARED_MIN_BYTES` into a shared-memory arena
 (:mod:`vlm_envs.rollout.arena`) whose descriptor went to the caller once, with the first message
 (``SCM_RIGHTS``). The caller's :class:`Receiver` unpickles the rest with numpy views of the arena
 in place of those buffers (``torch.from_numpy`` over them), and the region goes back to the worker
-when the last view of it is gone. When the arena is full they go to a shared-memory file of their
+when the last view of it is gone. Images arrive undecoded (:class:`DeferredImage`): their pixels are
+read from the buffer the first time something looks at them. When the arena is full they go to a shared-memory file of their
 own; where there is none (not Linux, no memory), in the pickle.
 
 One message is ``[4-byte header length][header][pickle]``; the header says where the buffers are:
