@@ -14,7 +14,7 @@ from PIL import Image
 from wire_sender import send_tensors_until_stopped
 
 from vlm_envs.rollout import wire
-from vlm_envs.rollout.arena import ArenaWriter
+from vlm_envs.rollout.arena import ArenaReader, ArenaWriter
 
 ARENA = 4 << 20
 
@@ -121,10 +121,52 @@ def test_an_image_is_decoded_when_first_read_not_when_it_arrives():
 def test_the_allocator_coalesces_freed_regions():
     arena = ArenaWriter(1 << 20)
     buffers = [pickle.PickleBuffer(bytearray(100_000)) for _ in range(3)]
-    placed = [arena.place([b]) for b in buffers]
-    assert [p[0] for p in placed] == sorted({p[0] for p in placed})  # distinct, in order
+    offsets = [arena.place([b])[0][0][0] for b in buffers]
+    assert offsets == sorted(set(offsets))  # distinct, in order
     assert arena.place([pickle.PickleBuffer(bytearray(800_000))]) is None  # no room left
-    for offset, _, _ in (placed[1], placed[0], placed[2]):
+    for offset in (offsets[1], offsets[0], offsets[2]):
         arena.release(offset)
     assert arena.free_bytes == 1 << 20
     assert arena.place([pickle.PickleBuffer(bytearray(1 << 20))]) is not None  # one block again
+
+
+def read_back(arena, placed, body):
+    """What the caller of ``arena``'s worker reads from a message placed as ``placed``."""
+    reader = ArenaReader(os.dup(arena.fd), arena.size, release=arena.release)
+    regions, spans = placed
+    views = [reader.region(offset, length) for offset, length in regions]
+    return pickle.loads(body, buffers=[views[r][start : start + n] for r, start, n in spans])
+
+
+def test_a_tensor_made_in_a_lent_region_is_sent_without_a_copy_and_freed_by_the_caller():
+    arena = ArenaWriter(1 << 20)
+    memory = arena.lend(400_000)
+    tensor = torch.from_numpy(memory.view(np.float32).reshape(1000, 100))
+    tensor.fill_(2.5)
+    image = Image.effect_noise((200, 150), 60).convert("RGB")  # 90 KB: copied into a region of its own
+    body, large = wire.split({"pixel_values": tensor, "image": image})
+    placed = arena.place(large)
+    regions, _ = placed
+    assert regions[0] == (0, 400_000) and len(regions) == 2  # the lent region itself, then the copy
+    del tensor, memory, large
+    gc.collect()
+    assert arena.free_bytes == (1 << 20) - 400_000 - 90_048  # the worker no longer frees what it sent
+    got = read_back(arena, placed, body)
+    assert torch.equal(got["pixel_values"], torch.full((1000, 100), 2.5))
+    assert got["image"].tobytes() == image.tobytes()
+    del got
+    gc.collect()
+    assert arena.free_bytes == 1 << 20  # the caller's last views gone: both regions are back
+
+
+def test_a_lent_region_never_sent_goes_back_with_its_last_view():
+    arena = ArenaWriter(1 << 20)
+    memory = arena.lend(100_000)
+    rows = torch.from_numpy(memory.view(np.float32))[10:20]  # a view of a view keeps the region
+    del memory
+    gc.collect()
+    assert arena.free_bytes == (1 << 20) - 100_032
+    del rows
+    gc.collect()
+    assert arena.free_bytes == 1 << 20
+    assert arena.lend(2 << 20) is None  # no room: the caller makes its tensor elsewhere

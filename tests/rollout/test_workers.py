@@ -7,6 +7,7 @@ import pickle
 import signal
 import time
 
+import numpy as np
 import pytest
 import torch
 from rollout_helpers import (
@@ -20,6 +21,7 @@ from rollout_helpers import (
 from vlm_envs import build_env
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.images import stack_pixel_values
 from vlm_envs.rollout.trajectory import Status
 from vlm_envs.rollout.wire import dumps
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
@@ -74,6 +76,16 @@ def test_many_episodes_of_two_envs_across_workers_keep_the_invariants(served, po
     for traj in trajs:
         assert_trainer_invariants(traj, codec)
     assert all(t.images for t in trajs[1::2]) and not any(t.images for t in trajs[::2] if not t.turns)
+
+
+def test_training_tensors_arrive_as_views_of_a_workers_shared_memory(pool):
+    config = EpisodeConfig(max_turns=3, max_new_tokens=24)
+    job = EpisodeJob("sokoban", SOKOBAN, seed=5, config=config, sampling_params=SAMPLING)
+    (traj,) = run_jobs(pool, job)
+    pixels = traj.train_inputs()["pixel_values"]
+    arenas = [np.frombuffer(w.receiver.arena._map, dtype=np.uint8) for w in pool._workers if w is not None]
+    assert any(a.ctypes.data <= pixels.data_ptr() < a.ctypes.data + a.nbytes for a in arenas)
+    assert torch.equal(pixels, stack_pixel_values(traj.images))  # the rows the caller would make
 
 
 def test_an_unknown_env_fails_its_episode_and_the_pool_goes_on(pool):

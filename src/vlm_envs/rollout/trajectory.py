@@ -17,7 +17,7 @@ import torch
 from vlm_envs.protocol import Observation
 from vlm_envs.rollout.codec import ChatCodec, Encoded, ProcessedImage
 from vlm_envs.rollout.history import History, TurnReward, turn_rewards
-from vlm_envs.rollout.images import train_inputs_of
+from vlm_envs.rollout.images import Allocator, train_inputs_of
 from vlm_envs.rollout.segment import Segment
 from vlm_envs.rollout.turns import Context, TurnSample
 
@@ -190,14 +190,14 @@ class Trajectory:
         """The engine's log probs on generated tokens, 0.0 on observation tokens."""
         return [lp for seg in self.segments for lp in (seg.log_probs or [0.0] * len(seg.ids))]
 
-    def train_inputs(self) -> dict[str, torch.Tensor]:
+    def train_inputs(self, memory: Allocator | None = None) -> dict[str, torch.Tensor]:
         """``pixel_values`` and ``image_grid_thw`` of all images in token order, or ``{}``.
 
-        Made on the first call and kept (the episode is over): call it once off the event loop
-        (``run_in_executor``) and later calls cost nothing there.
+        Made on the first call (in ``memory``'s array, if it gives one) and kept (the episode is
+        over): call it once off the event loop (``run_in_executor``) and later calls cost nothing there.
         """
         if self._train_inputs is None:
-            self._train_inputs = train_inputs_of(self.images)
+            self._train_inputs = train_inputs_of(self.images, memory=memory)
         return self._train_inputs
 
 

@@ -1,17 +1,19 @@
 """Messages from an episode worker to its caller: pickles whose large buffers stay in shared memory.
 
 A finished episode carries about 5 MB of training tensors (``pixel_values``) and its images. Sent
-through the pipe they would cost the caller a copy; instead the worker's :class:`Packer` puts
-every buffer of at least :data:`SHARED_MIN_BYTES` into a shared-memory arena
+through the pipe they would cost the caller a copy; instead they stay in a shared-memory arena
 (:mod:`vlm_envs.rollout.arena`) whose descriptor went to the caller once, with the first message
-(``SCM_RIGHTS``). The caller's :class:`Receiver` unpickles the rest with numpy views of the arena
-in place of those buffers (``torch.from_numpy`` over them), and the region goes back to the worker
-when the last view of it is gone. Images arrive undecoded (:class:`DeferredImage`): their pixels are
-read from the buffer the first time something looks at them. When the arena is full they go to a shared-memory file of their
-own; where there is none (not Linux, no memory), in the pickle.
+(``SCM_RIGHTS``). The worker makes its training tensors in the arena to begin with
+(:meth:`Packer.lend`), and its :class:`Packer` copies every other buffer of at least
+:data:`SHARED_MIN_BYTES` there. The caller's :class:`Receiver` unpickles the rest with numpy views
+of the arena in place of those buffers (``torch.from_numpy`` over them), and a region goes back to
+the worker when the last view of it is gone. When the arena is full, the buffers go to a
+shared-memory file of their own; where there is none (not Linux, no memory), in the pickle. Images
+arrive undecoded (:class:`DeferredImage`): their pixels are read from the buffer the first time
+something looks at them.
 
 One message is ``[4-byte header length][header][pickle]``; the header says where the buffers are:
-``None`` (in the pickle), ``("region", offset, length, spans)`` (in the arena), ``("file", spans)``
+``None`` (in the pickle), ``("regions", regions, spans)`` (in the arena), ``("file", spans)``
 (in a file of their own, when the arena is full) or ``("arena", size)`` (the arena itself); with
 the last two, a descriptor follows as one more byte on the socket. Only one thread writes to a connection
 (the :class:`Sender`) and one reads from it.
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+import numpy as np
 import torch
 from PIL import Image
 
@@ -153,12 +156,16 @@ class Packer:
             return _framed(body, None), None
         placed = self.arena.place(large)
         if placed is not None:
-            return _framed(body, ("region", *placed)), None
+            return _framed(body, ("regions", *placed)), None
         shared = file_of(large)
         if shared is not None:
             spans, fd = shared
             return _framed(body, ("file", spans)), fd
         return plain(obj), None
+
+    def lend(self, nbytes: int) -> np.ndarray | None:
+        """Room in the arena for a buffer to be made in place (see :meth:`ArenaWriter.lend`)."""
+        return None if self.arena is None else self.arena.lend(nbytes)
 
     def release(self, offset: int) -> None:
         """The caller is done with the region at ``offset``."""
@@ -198,10 +205,11 @@ class Receiver:
             return pickle.loads(body)
         if header[0] == "file":
             return pickle.loads(body, buffers=views_of_file(self._descriptor(), header[1]))
-        _, offset, length, spans = header
+        _, regions, spans = header
         if self.arena is None:
             raise ValueError("a message with buffers in an arena came before the arena")
-        return pickle.loads(body, buffers=self.arena.buffers(offset, length, spans))
+        views = [self.arena.region(offset, length) for offset, length in regions]
+        return pickle.loads(body, buffers=[views[r][start : start + n] for r, start, n in spans])
 
     def _descriptor(self) -> int:
         _, fds, _, _ = socket.recv_fds(self.sock, 1, 1)

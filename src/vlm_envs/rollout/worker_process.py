@@ -101,8 +101,8 @@ async def _serve(
     async def play(job_id: int, job: EpisodeJob) -> None:
         traj = await play_job(job_id, job, codec, engine, args, aborted)
         aborted.discard(job_id)
-        try:  # the training tensors, made here: they reach the caller in shared memory
-            traj.train_inputs()
+        try:  # the training tensors, made here in shared memory, where the caller reads them
+            traj.train_inputs(memory=packer.lend)
         except Exception as err:  # e.g. out of memory: the episode fails, the worker goes on
             error = f"worker: training tensors: {type(err).__name__}: {err}"
             traj = Trajectory.failed(error, job.config.failure_reward)
