@@ -39,6 +39,7 @@ import argparse
 import asyncio
 import functools
 import os
+import statistics
 
 from rollout_overhead import (
     QWEN_MAX_PIXELS,
@@ -88,6 +89,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--max-n", type=int, default=os.cpu_count() or 1, help="largest pool size")
     parser.add_argument("--executors", default="in-process,local,ray", help="which to run, comma-separated")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per executor; the table gives medians")
     args = parser.parse_args()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster: no token in ~/.ray
     import ray
@@ -107,8 +109,9 @@ def main() -> None:
 
     print(
         f"{args.episodes} concurrent {args.turns}-turn Sokoban vision episodes, engine latency "
-        f"{args.latency * 1e3:.0f} ms, {cores} cores. Sequential: CPU per turn of the same episodes "
-        "played one at a time on one thread (before, after the run); ideal = n / its mean.\n"
+        f"{args.latency * 1e3:.0f} ms, {cores} cores, {args.repeats} runs per executor (medians; the "
+        "ratio's range in brackets). Sequential: CPU per turn of the same episodes played one at a time "
+        "on one thread, just before and just after each run; ideal = n / its mean.\n"
     )
     print(
         "| executor | turns/s | sequential rate x n, turns/s | ratio (target >= 0.80 for n <= cores - 1) "
@@ -117,15 +120,21 @@ def main() -> None:
     )
     print("|---|---|---|---|---|---|---|")
     for k, (name, n, config) in enumerate(runs):
-        before = sequential_cpu_per_turn(codec.processor, 200, args.turns, first_seed=10_000 + 1000 * k)
-        r = measure(codec, config, args)
-        after = sequential_cpu_per_turn(codec.processor, 200, args.turns, first_seed=50_000 + 1000 * k)
-        ideal = n / ((before + after) / 2)
-        rate = r["turns"] / r["wall"]
+        rows = []
+        for repeat in range(args.repeats):
+            seeds = 10_000 + 1000 * (k * args.repeats + repeat)
+            before = sequential_cpu_per_turn(codec.processor, 200, args.turns, first_seed=seeds)
+            r = measure(codec, config, args)
+            after = sequential_cpu_per_turn(codec.processor, 200, args.turns, first_seed=seeds + 500)
+            ideal = n / ((before + after) / 2)
+            rate = r["turns"] / r["wall"]
+            rows.append((rate, ideal, rate / ideal, r["caller_cpu"], r["trainer_cpu"], r["max_stall_ms"]))
+        medians = [statistics.median(column) for column in zip(*rows, strict=True)]
+        rate, ideal, ratio, caller, trainer, stall = medians
+        ratios = [row[2] for row in rows]
         print(
-            f"| {name} | {rate:.0f} | {ideal:.0f} ({before * 1e3:.2f}, {after * 1e3:.2f} ms) "
-            f"| {rate / ideal:.2f} | {r['caller_cpu'] / args.episodes * 1e3:.2f} "
-            f"| {r['trainer_cpu'] / args.episodes * 1e3:.2f} | {r['max_stall_ms']:.1f} |",
+            f"| {name} | {rate:.0f} | {ideal:.0f} | {ratio:.2f} ({min(ratios):.2f}-{max(ratios):.2f}) "
+            f"| {caller / args.episodes * 1e3:.2f} | {trainer / args.episodes * 1e3:.2f} | {stall:.1f} |",
             flush=True,
         )
     ray.shutdown()
