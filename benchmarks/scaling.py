@@ -15,22 +15,25 @@ float per page of each trajectory's ``pixel_values`` and drops it, as a trainer 
 thread's CPU is its own column, since where the tensors' memory comes from decides what reading and
 freeing them costs.
 
-On the 2-core machine this was written on (no 16-core machine was lent; the figures vary by about
-0.1 in ratio from run to run here):
+On the 2-core machine this was written on (no 16-core machine was lent), 3 runs per executor, medians
+(the ratio's range in brackets; this VM's sequential baseline alone varied from 1.04 to 1.50 ms per
+turn within one table):
 
 | executor | turns/s | sequential x n | ratio | caller CPU / episode, ms | trainer, ms | longest stall, ms |
 |---|---|---|---|---|---|---|
-| in process | 574 | 865 | 0.66 | 15.50 | 0.25 | 537.7 |
-| local pool, 1 processes | 717 | 1018 | 0.70 | 1.09 | 0.19 | 23.0 |
-| local pool, 2 processes | 947 | 1555 | 0.61 | 1.38 | 0.27 | 37.2 |
-| Ray pool, 1 actors | 590 | 763 | 0.77 | 1.65 | 0.15 | 9.5 |
-| Ray pool, 2 actors | 891 | 1731 | 0.51 | 1.56 | 0.17 | 20.9 |
+| in process | 578 | 862 | 0.67 (0.61-0.67) | 14.52 | 0.28 | 1056.3 |
+| local pool, 1 processes | 563 | 918 | 0.62 (0.61-0.66) | 0.99 | 0.17 | 24.3 |
+| local pool, 2 processes | 1095 | 1877 | 0.58 (0.56-0.64) | 0.84 | 0.17 | 37.5 |
+| Ray pool, 1 actors | 700 | 954 | 0.71 (0.66-0.80) | 1.15 | 0.11 | 10.7 |
+| Ray pool, 2 actors | 921 | 1751 | 0.52 (0.45-0.53) | 1.07 | 0.12 | 21.1 |
 
 With n = cores the pool competes with the caller, Ray's own processes and the baseline for the same
-two cores, so only n <= cores - 1 is held to the 0.80 target (other runs gave the Ray pool 0.84 and
-0.90 at n = 1, the local pool 0.73). What is left of the caller's CPU is mostly unpickling the
-trajectory record (about 0.2 ms per 8-turn episode on an idle core, 0.5 ms or more while the pool
-saturates the other one) and the threads' wake-ups; the 0.3 ms target is not met.
+two cores, so only n <= cores - 1 is held to the 0.80 target, which is not met here. The ratio falls
+with the number of episodes in flight (one local worker, single runs: 0.92 with 100, 0.80 with 500,
+0.76 with 2,000): the worker's garbage collector walks every live episode (1.4% of its CPU with 100
+in flight, 5.7% with 2,000). The caller's CPU is mostly unpickling the trajectory record and the
+threads' wake-ups (``benchmarks/handoff.py`` gives the unpickling alone: about 0.12 ms on an idle core,
+twice that beside a busy one); the 0.3 ms target is not met.
 """
 
 from __future__ import annotations

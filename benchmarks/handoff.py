@@ -1,0 +1,121 @@
+"""The hand-off of a finished episode from a worker process to its caller, piece by piece.
+
+For ``--episodes`` 8-turn Sokoban vision episodes (played here, one at a time, Qwen2.5-VL's
+processor limits), the CPU per episode of each side of :mod:`vlm_envs.rollout.wire`:
+
+- the worker: training tensors made and the message packed, with the tensors made in the
+  shared arena (``Packer.lend``, what workers do) or made apart and copied into it;
+- the caller: the message unpickled over the arena's views with the images left undecoded (what
+  the caller gets), and the same followed by decoding every image (what reading them costs).
+
+Each figure is the best of ``--rounds`` passes over the episodes, on an otherwise idle machine: on a
+busy one (a pool saturating the other cores) the same work costs about twice as much, mostly from
+memory traffic.
+
+Run: ``.venv/bin/python benchmarks/handoff.py`` (about half a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import pickle
+import time
+from collections.abc import Callable
+
+from rollout_overhead import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, answers, sokoban
+from vlm_envs.rollout import wire
+from vlm_envs.rollout.arena import ArenaReader
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.episode import INLINE, EpisodeConfig, run_episode
+from vlm_envs.rollout.trajectory import Trajectory
+from vlm_envs.testing import ScriptedEngine, build_tiny_processor
+
+
+def best_ms(trajectories: list[Trajectory], one: Callable[[Trajectory], None], rounds: int) -> float:
+    """The best pass's CPU milliseconds per trajectory of ``one``."""
+    best = float("inf")
+    for _ in range(rounds):
+        cpu = time.process_time()
+        for traj in trajectories:
+            one(traj)
+        best = min(best, (time.process_time() - cpu) / len(trajectories))
+    return best * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=50)
+    parser.add_argument("--turns", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+
+    codec = ChatCodec(build_tiny_processor(min_pixels=QWEN_MIN_PIXELS, max_pixels=QWEN_MAX_PIXELS))
+    engine = ScriptedEngine(answers(codec))
+    config = EpisodeConfig(max_turns=args.turns, max_new_tokens=32)
+
+    async def play(seed: int) -> Trajectory:
+        return await run_episode(sokoban(), engine, codec, seed=seed, config=config, executor=INLINE)
+
+    trajectories = [asyncio.run(play(seed)) for seed in range(args.episodes)]
+    packer = wire.Packer(arena_bytes=(8 << 20) * (args.episodes + 2))  # room for every message at once
+    if packer.arena is None:
+        raise SystemExit("no shared memory here (memfd_create): the workers send everything in the pipe")
+    # the messages' regions stay taken while they are read again and again
+    reader = ArenaReader(os.dup(packer.arena.fd), packer.arena.size, release=lambda offset: None)
+
+    def worker(lend: bool) -> Callable[[Trajectory], None]:
+        def one(traj: Trajectory) -> None:
+            traj._train_inputs = None
+            traj.train_inputs(memory=packer.lend if lend else None)
+            message, _ = packer.pack(("done", 0, traj))
+            traj._train_inputs = None
+            header, _ = wire._header(message)
+            for offset, _ in header[1]:
+                packer.release(offset)
+
+        return one
+
+    messages = []
+    for traj in trajectories:
+        traj.train_inputs(memory=packer.lend)
+        messages.append(wire._header(packer.pack(("done", 0, traj))[0]))
+        traj._train_inputs = None
+
+    def unpickled(index: int) -> Trajectory:
+        (_, regions, spans), body = messages[index]
+        views = [reader.region(offset, length) for offset, length in regions]
+        return pickle.loads(body, buffers=[views[r][s : s + n] for r, s, n in spans])[2]
+
+    def caller(decode: bool) -> Callable[[Trajectory], None]:
+        index = {id(traj): i for i, traj in enumerate(trajectories)}
+
+        def one(traj: Trajectory) -> None:
+            received = unpickled(index[id(traj)])
+            if decode:
+                for image in received.images:
+                    image.image.load()
+
+        return one
+
+    steps = [
+        ("worker: tensors made in the arena, message packed", worker(True)),
+        ("worker: tensors made apart, copied into the arena", worker(False)),
+        ("caller: unpickled, images left undecoded", caller(False)),
+        ("caller: unpickled, every image decoded", caller(True)),
+    ]
+    rows = [(name, best_ms(trajectories, one, args.rounds)) for name, one in steps]
+    images = sum(len({id(p) for p in t.images}) for t in trajectories) / len(trajectories)
+    print(
+        f"{args.episodes} {args.turns}-turn Sokoban vision episodes ({images:.1f} distinct images each), "
+        f"best of {args.rounds} passes, CPU per episode\n"
+    )
+    print("| step | ms per episode |")
+    print("|---|---|")
+    for name, ms in rows:
+        print(f"| {name} | {ms:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
