@@ -109,12 +109,18 @@ class ExecutorConfig:
     ray_resources: tuple[tuple[str, float], ...] = ()
     #: The Ray cluster to join when this process is not connected to one (``None``: ``ray.init()``).
     ray_address: str | None = None
+    #: Episodes in flight per actor at most; more wait in the caller for a free slot.
+    ray_max_in_flight: int = 64
 
     def __post_init__(self) -> None:
         for name in ("workers", "ray_actors"):
             value = getattr(self, name)
             if type(value) is not int or value < 0:
                 raise ValueError(f"vlm_envs_{name} must be an integer >= 0, got {value!r}")
+        if type(self.ray_max_in_flight) is not int or self.ray_max_in_flight < 1:
+            raise ValueError(
+                f"vlm_envs_ray_max_in_flight must be an integer >= 1, got {self.ray_max_in_flight!r}"
+            )
         if self.workers and self.ray_actors:
             raise ValueError("set vlm_envs_workers or vlm_envs_ray_actors, not both")
         cpus = self.ray_actor_cpus
@@ -131,17 +137,20 @@ class ExecutorConfig:
     @classmethod
     def from_args(cls, args: Any) -> ExecutorConfig:
         """From a trainer's config: ``vlm_envs_workers``, ``vlm_envs_ray_actors``,
-        ``vlm_envs_ray_actor_cpus``, ``vlm_envs_ray_resources``, ``vlm_envs_ray_address``."""
+        ``vlm_envs_ray_actor_cpus``, ``vlm_envs_ray_resources``, ``vlm_envs_ray_address``,
+        ``vlm_envs_ray_max_in_flight``."""
         resources = getattr(args, "vlm_envs_ray_resources", None) or {}
         if not isinstance(resources, Mapping):
             raise ValueError(f"vlm_envs_ray_resources must be a mapping, got {resources!r}")
         cpus = getattr(args, "vlm_envs_ray_actor_cpus", None)
+        in_flight = getattr(args, "vlm_envs_ray_max_in_flight", None)
         return cls(
             workers=getattr(args, "vlm_envs_workers", None) or 0,
             ray_actors=getattr(args, "vlm_envs_ray_actors", None) or 0,
             ray_actor_cpus=1.0 if cpus is None else cpus,
             ray_resources=tuple(sorted(resources.items())),
             ray_address=getattr(args, "vlm_envs_ray_address", None) or None,
+            ray_max_in_flight=cls.ray_max_in_flight if in_flight is None else in_flight,
         )
 
     @property
@@ -173,4 +182,5 @@ class ExecutorConfig:
             num_cpus=self.ray_actor_cpus,
             resources=dict(self.ray_resources),
             address=self.ray_address,
+            max_in_flight=self.ray_max_in_flight,
         )
