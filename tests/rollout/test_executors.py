@@ -11,7 +11,7 @@ from rollout_helpers import assert_trainer_invariants
 
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig
-from vlm_envs.rollout.executors import ExecutorConfig, InProcessEpisodes
+from vlm_envs.rollout.executors import RAY_MAX_IN_FLIGHT, ExecutorConfig, InProcessEpisodes
 from vlm_envs.rollout.trajectory import Status
 from vlm_envs.rollout.workers import EpisodeJob
 
@@ -52,16 +52,16 @@ def test_the_config_names_one_executor():
             vlm_envs_ray_actor_cpus=2,
             vlm_envs_ray_resources={"env_cpu": 1, "a": 0.5},
             vlm_envs_ray_address="auto",
-            vlm_envs_ray_max_in_flight=512,
+            vlm_envs_max_in_flight=512,
         )
     )
-    assert (ray.ray_actors, ray.ray_actor_cpus, ray.ray_address, ray.ray_max_in_flight) == (
+    assert (ray.ray_actors, ray.ray_actor_cpus, ray.ray_address, ray.max_in_flight) == (
         32,
         2,
         "auto",
         512,
     )
-    assert ExecutorConfig.from_args(SimpleNamespace(vlm_envs_ray_actors=2)).ray_max_in_flight == 64
+    assert ExecutorConfig.from_args(SimpleNamespace(vlm_envs_ray_actors=2)).max_in_flight is None
     assert ray.ray_resources == (("a", 0.5), ("env_cpu", 1)) and not ray.in_process
     assert hash(ray) == hash(dataclass_copy(ray))
 
@@ -79,8 +79,8 @@ def dataclass_copy(config):
         ({"vlm_envs_ray_actors": 2, "vlm_envs_ray_actor_cpus": -1}, "vlm_envs_ray_actor_cpus"),
         ({"vlm_envs_ray_actors": 2, "vlm_envs_ray_resources": ["gpu"]}, "vlm_envs_ray_resources"),
         ({"vlm_envs_ray_actors": 2, "vlm_envs_ray_resources": {"x": "1"}}, "vlm_envs_ray_resources"),
-        ({"vlm_envs_ray_actors": 2, "vlm_envs_ray_max_in_flight": 0}, "vlm_envs_ray_max_in_flight"),
-        ({"vlm_envs_ray_actors": 2, "vlm_envs_ray_max_in_flight": 2.5}, "vlm_envs_ray_max_in_flight"),
+        ({"vlm_envs_ray_actors": 2, "vlm_envs_max_in_flight": 0}, "vlm_envs_max_in_flight"),
+        ({"vlm_envs_ray_actors": 2, "vlm_envs_max_in_flight": 2.5}, "vlm_envs_max_in_flight"),
     ],
 )
 def test_a_bad_executor_config_fails_the_sample_and_names_the_key(served, yaml, named):
@@ -109,12 +109,14 @@ def test_the_config_builds_the_local_pool(served):
     config = ExecutorConfig(workers=1)
     with config.build(codec, functools.partial(SGLangEngine, server.url)) as pool:
         assert isinstance(pool, EpisodeWorkers) and pool.processes == 1
+    unbounded_ray = ExecutorConfig(ray_actors=1).build(codec, functools.partial(SGLangEngine, server.url))
+    assert unbounded_ray.max_in_flight == RAY_MAX_IN_FLIGHT  # the Ray pool's default bound
 
 
 def test_the_config_builds_the_ray_pool_with_its_bound_on_episodes_in_flight(served):
     from vlm_envs.rollout.ray_workers import RayEpisodeWorkers
 
     server, codec = served
-    config = ExecutorConfig(ray_actors=3, ray_actor_cpus=0.5, ray_max_in_flight=7)
+    config = ExecutorConfig(ray_actors=3, ray_actor_cpus=0.5, max_in_flight=7)
     pool = config.build(codec, functools.partial(SGLangEngine, server.url))  # actors start on first run
     assert isinstance(pool, RayEpisodeWorkers) and (pool.actors, pool.max_in_flight) == (3, 7)

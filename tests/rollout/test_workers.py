@@ -88,6 +88,17 @@ def test_training_tensors_arrive_as_views_of_a_workers_shared_memory(pool):
     assert torch.equal(pixels, stack_pixel_values(traj.images))  # the rows the caller would make
 
 
+def test_a_pool_bounded_to_one_episode_per_worker_plays_every_job(served):
+    _, codec = served
+    answer = [[*codec.tokenize("<answer>Up</answer>"), codec.end_of_turn_id]]
+    engine = functools.partial(ScriptedEngine, answer, 0.01)
+    config = EpisodeConfig(max_turns=2, max_new_tokens=16)
+    with EpisodeWorkers(2, codec.processor, engine, max_in_flight=1) as workers:
+        trajs = run_jobs(workers, *(EpisodeJob("sokoban", SOKOBAN, seed=i, config=config) for i in range(5)))
+        assert workers._slots.load == [0, 0]  # every slot given back
+    assert [t.status for t in trajs] == [Status.TRUNCATED] * 5
+
+
 def test_an_unknown_env_fails_its_episode_and_the_pool_goes_on(pool):
     bad, good = run_jobs(
         pool,

@@ -24,6 +24,10 @@ from vlm_envs.rollout.episode import rollout_executor, run_episode
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.worker_process import EpisodeJob
 
+#: Episodes in flight per Ray actor when the config sets no bound: enough to keep a core busy with
+#: a 50 ms engine at about 1 ms of CPU per turn (raise it for turns that take seconds).
+RAY_MAX_IN_FLIGHT = 64
+
 __all__ = ["EpisodeExecutor", "ExecutorConfig", "InProcessEpisodes"]
 
 
@@ -109,18 +113,18 @@ class ExecutorConfig:
     ray_resources: tuple[tuple[str, float], ...] = ()
     #: The Ray cluster to join when this process is not connected to one (``None``: ``ray.init()``).
     ray_address: str | None = None
-    #: Episodes in flight per actor at most; more wait in the caller for a free slot.
-    ray_max_in_flight: int = 64
+    #: Episodes in flight per worker or actor at most (more wait in the caller for a free slot);
+    #: ``None``: unbounded in worker processes, :data:`RAY_MAX_IN_FLIGHT` on Ray actors.
+    max_in_flight: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("workers", "ray_actors"):
             value = getattr(self, name)
             if type(value) is not int or value < 0:
                 raise ValueError(f"vlm_envs_{name} must be an integer >= 0, got {value!r}")
-        if type(self.ray_max_in_flight) is not int or self.ray_max_in_flight < 1:
-            raise ValueError(
-                f"vlm_envs_ray_max_in_flight must be an integer >= 1, got {self.ray_max_in_flight!r}"
-            )
+        bound = self.max_in_flight
+        if bound is not None and (type(bound) is not int or bound < 1):
+            raise ValueError(f"vlm_envs_max_in_flight must be an integer >= 1, got {bound!r}")
         if self.workers and self.ray_actors:
             raise ValueError("set vlm_envs_workers or vlm_envs_ray_actors, not both")
         cpus = self.ray_actor_cpus
@@ -138,19 +142,18 @@ class ExecutorConfig:
     def from_args(cls, args: Any) -> ExecutorConfig:
         """From a trainer's config: ``vlm_envs_workers``, ``vlm_envs_ray_actors``,
         ``vlm_envs_ray_actor_cpus``, ``vlm_envs_ray_resources``, ``vlm_envs_ray_address``,
-        ``vlm_envs_ray_max_in_flight``."""
+        ``vlm_envs_max_in_flight``."""
         resources = getattr(args, "vlm_envs_ray_resources", None) or {}
         if not isinstance(resources, Mapping):
             raise ValueError(f"vlm_envs_ray_resources must be a mapping, got {resources!r}")
         cpus = getattr(args, "vlm_envs_ray_actor_cpus", None)
-        in_flight = getattr(args, "vlm_envs_ray_max_in_flight", None)
         return cls(
             workers=getattr(args, "vlm_envs_workers", None) or 0,
             ray_actors=getattr(args, "vlm_envs_ray_actors", None) or 0,
             ray_actor_cpus=1.0 if cpus is None else cpus,
             ray_resources=tuple(sorted(resources.items())),
             ray_address=getattr(args, "vlm_envs_ray_address", None) or None,
-            ray_max_in_flight=cls.ray_max_in_flight if in_flight is None else in_flight,
+            max_in_flight=getattr(args, "vlm_envs_max_in_flight", None),
         )
 
     @property
@@ -169,7 +172,12 @@ class ExecutorConfig:
             from vlm_envs.rollout.workers import EpisodeWorkers
 
             return EpisodeWorkers(
-                self.workers, source, make_engine, args=args, chat_template=codec.chat_template
+                self.workers,
+                source,
+                make_engine,
+                args=args,
+                chat_template=codec.chat_template,
+                max_in_flight=self.max_in_flight,
             )
         from vlm_envs.rollout.ray_workers import RayEpisodeWorkers  # imports ray: only when asked for
 
@@ -182,5 +190,5 @@ class ExecutorConfig:
             num_cpus=self.ray_actor_cpus,
             resources=dict(self.ray_resources),
             address=self.ray_address,
-            max_in_flight=self.ray_max_in_flight,
+            max_in_flight=self.max_in_flight or RAY_MAX_IN_FLIGHT,
         )

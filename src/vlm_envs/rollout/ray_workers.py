@@ -20,7 +20,6 @@ Importing this module imports ray; nothing else does.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import itertools
 import os
@@ -28,7 +27,6 @@ import pickle
 import queue
 import threading
 import warnings
-from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -39,8 +37,10 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.aborts import AbortWatch
 from vlm_envs.rollout.engines import Engine
+from vlm_envs.rollout.executors import RAY_MAX_IN_FLIGHT
 from vlm_envs.rollout.handoff import Waiter
 from vlm_envs.rollout.ray_actor import EpisodeActor
+from vlm_envs.rollout.slots import Slots
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec
 
@@ -97,7 +97,7 @@ class RayEpisodeWorkers:
         num_cpus: float = 1.0,
         resources: Mapping[str, float] | None = None,
         address: str | None = None,
-        max_in_flight: int = 64,
+        max_in_flight: int = RAY_MAX_IN_FLIGHT,
     ) -> None:
         if actors < 1:
             raise ValueError(f"actors must be >= 1, got {actors}")
@@ -118,10 +118,9 @@ class RayEpisodeWorkers:
             runtime_env={"env_vars": env_vars} if env_vars else None,
         )
         self._actors: list[Any] = [None] * actors
-        self._load = [0] * actors
         self._pending: list[dict[int, Waiter]] = [{} for _ in range(actors)]
         self._lock = threading.Lock()
-        self._free: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = deque()
+        self._slots = Slots(actors, max_in_flight)
         self._ids = itertools.count()
         self._threads: _Threads | None = None
         self._aborts = AbortWatch(lambda actor, job_id: actor.abort.remote(job_id))
@@ -145,17 +144,20 @@ class RayEpisodeWorkers:
         """Play ``job`` on an actor; never raises for env, engine, codec or actor failures."""
         job_id = next(self._ids)
         waiter = Waiter(job.config.failure_reward)
+        index = await self._slots.take()
         try:
-            index, actor, threads = await self._acquire(job_id, waiter)
-        except Exception as err:  # no cluster to join, or an actor that cannot be created
-            return Trajectory.failed(f"ray: {type(err).__name__}: {err}", job.config.failure_reward)
-        try:
+            try:
+                actor, threads = self._register(index, job_id, waiter)
+            except Exception as err:  # no cluster to join, or an actor that cannot be created
+                return Trajectory.failed(f"ray: {type(err).__name__}: {err}", job.config.failure_reward)
             threads.outbox.put((index, actor, job_id, job))
             self._aborts.watch(job_id, actor, should_abort)
             return await waiter.trajectory()
         finally:
             self._aborts.forget(job_id)
-            self._release(index, job_id)
+            with self._lock:
+                self._pending[index].pop(job_id, None)
+            self._slots.give_back(index)
 
     def close(self) -> None:
         """Kill the actors; running episodes end FAILED. A later :meth:`run` starts new ones."""
@@ -204,33 +206,13 @@ class RayEpisodeWorkers:
             )
         return self._actors[index]
 
-    async def _acquire(self, job_id: int, waiter: Waiter) -> tuple[int, Any, _Threads]:
-        """The least loaded actor with a free slot, with ``waiter`` registered on it, and the
-        threads that serve it; waits for a slot when every actor is full."""
-        while True:
-            with self._lock:
-                index = min(range(len(self._load)), key=self._load.__getitem__)
-                if self._load[index] < self.max_in_flight:
-                    actor = self._actor(index)
-                    self._load[index] += 1
-                    self._pending[index][job_id] = waiter
-                    assert self._threads is not None  # started with the actor
-                    return index, actor, self._threads
-                slot = waiter.loop.create_future()
-                self._free.append((waiter.loop, slot))
-            await slot
-
-    def _release(self, index: int, job_id: int) -> None:
+    def _register(self, index: int, job_id: int, waiter: Waiter) -> tuple[Any, _Threads]:
+        """The actor in slot ``index`` with ``waiter`` registered on it, and the threads that serve it."""
         with self._lock:
-            self._load[index] -= 1
-            self._pending[index].pop(job_id, None)
-            while self._free:
-                loop, waiter = self._free.popleft()
-                if waiter.done():  # its caller was cancelled
-                    continue
-                with contextlib.suppress(RuntimeError):  # the waiter's loop is closed: nobody waits
-                    loop.call_soon_threadsafe(_wake, waiter)
-                    return
+            actor = self._actor(index)
+            self._pending[index][job_id] = waiter
+            assert self._threads is not None  # started with the actor
+            return actor, self._threads
 
     def _dispatch(self, threads: _Threads) -> None:
         """Send the queued jobs: one ``submit`` call per actor for all of its jobs queued so far."""
@@ -324,11 +306,6 @@ def _trajectory(body: bytes, buffers: list[np.ndarray], failure_reward: float) -
     except Exception as err:
         error = f"ray: the trajectory could not be read: {type(err).__name__}: {err}"
         return Trajectory.failed(error, failure_reward)
-
-
-def _wake(waiter: asyncio.Future) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 def _one_line(err: BaseException) -> str:

@@ -11,7 +11,7 @@ only from the YAML given to ``--custom-config-path``, together with ``max_turns`
     vlm_envs_ray_actors: 32   # optional, instead: play them on 32 Ray actors (see RayEpisodeWorkers)
     vlm_envs_ray_actor_cpus: 1   # optional: CPUs per actor; vlm_envs_ray_resources: custom resources
     vlm_envs_ray_address: auto   # optional: the cluster to join when this process is not on one
-    vlm_envs_ray_max_in_flight: 64   # optional: episodes in flight per actor at most
+    vlm_envs_max_in_flight: 256   # optional: episodes in flight per worker or actor at most
     vlm_envs_read_timeout: 60    # optional: seconds a read of SGLang's reply may make no progress
     vlm_envs_turn_timeout: 300   # optional: seconds one generation may take, retries included
     vlm_envs_max_body_bytes: 20000000  # optional: cap on a reply body (default: from max_new_tokens)

@@ -28,6 +28,7 @@ from typing import Any
 from vlm_envs.rollout.aborts import AbortWatch
 from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.handoff import Waiter
+from vlm_envs.rollout.slots import Slots
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.wire import Receiver, Sender
 from vlm_envs.rollout.worker_process import ALIVE_EVERY_S, STOP_TIMEOUT_S, EpisodeJob, WorkerSpec, worker_main
@@ -42,7 +43,9 @@ class EpisodeWorkers:
     pickled to each worker once. ``make_engine`` is called once in each worker to build its engine
     client and must be picklable (``functools.partial(SGLangEngine, url)``). ``args`` (slime's) is
     handed to every env factory. Workers start on the first :meth:`run`, or at :meth:`start`. A
-    worker whose loop is blocked for ``stuck_after_s`` is killed and its episodes fail.
+    worker whose loop is blocked for ``stuck_after_s`` is killed and its episodes fail. Episodes go
+    to the least loaded worker, at most ``max_in_flight`` per worker (``None``: no bound); callers
+    beyond that wait for a free slot.
     """
 
     def __init__(
@@ -55,6 +58,7 @@ class EpisodeWorkers:
         chat_template: str | None = None,
         cache_bytes: int = 256 << 20,
         stuck_after_s: float = 120.0,
+        max_in_flight: int | None = None,
     ) -> None:
         if processes < 1:
             raise ValueError(f"processes must be >= 1, got {processes}")
@@ -64,6 +68,7 @@ class EpisodeWorkers:
         self._spec = WorkerSpec(processor, make_engine, args, chat_template, cache_bytes)
         self._ctx = multiprocessing.get_context("spawn")  # safe with threads, torch and a running loop
         self._workers: list[_Worker | None] = [None] * processes
+        self._slots = Slots(processes, max_in_flight)
         self._lock = threading.Lock()
         self._ids = itertools.count()
         self._aborts = AbortWatch(lambda worker, job_id: worker.abort(job_id))
@@ -84,25 +89,21 @@ class EpisodeWorkers:
     async def run(self, job: EpisodeJob, should_abort: Callable[[], bool] | None = None) -> Trajectory:
         """Play ``job`` in a worker; never raises for env, engine, codec or worker failures."""
         job_id = next(self._ids)
-        waiter, taken = Waiter(), False
+        waiter = Waiter(job.config.failure_reward)
+        index = await self._slots.take()
         try:
-            for _ in range(3):  # a worker that just ended takes nothing; its replacement does
-                if self._broken is not None:
-                    return Trajectory.failed(self._broken, job.config.failure_reward)
-                with self._lock:
-                    worker = self._least_busy()
-                taken = worker.submit(job_id, job, waiter)
-                if taken:
-                    break
-        except Exception as err:  # a worker that cannot start or take the job fails this episode only
-            return Trajectory.failed(f"worker: {type(err).__name__}: {err}", job.config.failure_reward)
-        if not taken:
-            return Trajectory.failed("worker: workers kept ending before taking the episode")
-        self._aborts.watch(job_id, worker, should_abort)
-        try:
+            try:
+                worker = self._submit(index, job_id, job, waiter)
+            except Exception as err:  # a worker that cannot start or take the job fails this episode only
+                return Trajectory.failed(f"worker: {type(err).__name__}: {err}", job.config.failure_reward)
+            if worker is None:
+                error = self._broken or "worker: workers kept ending before taking the episode"
+                return Trajectory.failed(error, job.config.failure_reward)
+            self._aborts.watch(job_id, worker, should_abort)
             return await waiter.trajectory()
         finally:
             self._aborts.forget(job_id)
+            self._slots.give_back(index)
 
     def close(self) -> None:
         """Stop the workers; running episodes end FAILED. A later :meth:`run` starts them again."""
@@ -124,13 +125,17 @@ class EpisodeWorkers:
 
     # ---- internals --------------------------------------------------------------------------------
 
-    def _least_busy(self) -> _Worker:
-        index = min(range(len(self._workers)), key=lambda i: self._load(i))
-        return self._alive_worker(index)
-
-    def _load(self, index: int) -> int:
-        worker = self._workers[index]
-        return len(worker.pending) if worker is not None and worker.alive else 0
+    def _submit(self, index: int, job_id: int, job: EpisodeJob, waiter: Waiter) -> _Worker | None:
+        """Send ``job`` to the worker of slot ``index`` (started again if it ended); ``None`` when
+        the pool is broken or the workers kept ending before taking it."""
+        for _ in range(3):  # a worker that just ended takes nothing; its replacement does
+            if self._broken is not None:
+                return None
+            with self._lock:
+                worker = self._alive_worker(index)
+            if worker.submit(job_id, job, waiter):
+                return worker
+        return None
 
     def _alive_worker(self, index: int) -> _Worker:
         worker = self._workers[index]
