@@ -11,7 +11,7 @@ from rollout_helpers import assert_trainer_invariants
 
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig
-from vlm_envs.rollout.executors import RAY_MAX_IN_FLIGHT, ExecutorConfig, InProcessEpisodes
+from vlm_envs.rollout.executors import ExecutorConfig, InProcessEpisodes
 from vlm_envs.rollout.trajectory import Status
 from vlm_envs.rollout.workers import EpisodeJob
 
@@ -109,6 +109,8 @@ def test_the_config_builds_the_local_pool(served):
     config = ExecutorConfig(workers=1)
     with config.build(codec, functools.partial(SGLangEngine, server.url)) as pool:
         assert isinstance(pool, EpisodeWorkers) and pool.processes == 1
+    from vlm_envs.rollout.ray_workers import RAY_MAX_IN_FLIGHT
+
     unbounded_ray = ExecutorConfig(ray_actors=1).build(codec, functools.partial(SGLangEngine, server.url))
     assert unbounded_ray.max_in_flight == RAY_MAX_IN_FLIGHT  # the Ray pool's default bound
 

@@ -21,6 +21,7 @@ from vlm_envs.eval.config import EvalConfig
 from vlm_envs.eval.episodes import FinishedEpisode, failed_result, finish, play_episode
 from vlm_envs.eval.policies import PolicyError
 from vlm_envs.eval.policy_kinds import build_policy
+from vlm_envs.rollout.slots import Slots
 
 #: Seconds the actors have to start (placement, imports, policy start) before the run gives up.
 ACTORS_READY_TIMEOUT_S = 300.0
@@ -54,7 +55,7 @@ class RayEpisodes:
         assert config.ray is not None
         self.config, self.placement, self.policy_name = config, config.ray, policy_name
         self._actors: list[Any] = []
-        self._load: list[int] = []
+        self._slots = Slots(0)
         self._initialized_here = False
 
     async def start(self) -> None:
@@ -63,7 +64,7 @@ class RayEpisodes:
             ray.init(address=self.placement.address, log_to_driver=False)
             self._initialized_here = True
         count = self.placement.actors or self._cluster_share()
-        self._actors, self._load = [None] * count, [0] * count
+        self._actors, self._slots = [None] * count, Slots(count)
         for index in range(count):
             self._new_actor(index)
         ready = [actor.ready.remote() for actor in self._actors]
@@ -82,9 +83,8 @@ class RayEpisodes:
             raise PolicyError(f"a Ray actor could not start: {_one_line(err)}") from None
 
     async def play(self, index: int) -> FinishedEpisode:
-        slot = min(range(len(self._load)), key=self._load.__getitem__)
+        slot = await self._slots.take()
         actor = self._actors[slot]
-        self._load[slot] += 1
         try:
             return await actor.play.remote(index)
         except RayActorError as err:  # the actor died (killed, out of memory, its node lost)
@@ -93,7 +93,7 @@ class RayEpisodes:
         except Exception as err:  # e.g. a result Ray cannot serialize: this episode only
             error = f"ray: {type(err).__name__}: {_one_line(err)}"
         finally:
-            self._load[slot] -= 1
+            self._slots.give_back(slot)
         result = failed_result(self.config, index, error)
         return await asyncio.to_thread(finish, result, index, self.policy_name)
 

@@ -24,10 +24,6 @@ from vlm_envs.rollout.episode import rollout_executor, run_episode
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.worker_process import EpisodeJob
 
-#: Episodes in flight per Ray actor when the config sets no bound: enough to keep a core busy with
-#: a 50 ms engine at about 1 ms of CPU per turn (raise it for turns that take seconds).
-RAY_MAX_IN_FLIGHT = 64
-
 __all__ = ["EpisodeExecutor", "ExecutorConfig", "InProcessEpisodes"]
 
 
@@ -114,7 +110,7 @@ class ExecutorConfig:
     #: The Ray cluster to join when this process is not connected to one (``None``: ``ray.init()``).
     ray_address: str | None = None
     #: Episodes in flight per worker or actor at most (more wait in the caller for a free slot);
-    #: ``None``: unbounded in worker processes, :data:`RAY_MAX_IN_FLIGHT` on Ray actors.
+    #: ``None``: unbounded in worker processes, the Ray pool's default on Ray actors.
     max_in_flight: int | None = None
 
     def __post_init__(self) -> None:
@@ -179,7 +175,7 @@ class ExecutorConfig:
                 chat_template=codec.chat_template,
                 max_in_flight=self.max_in_flight,
             )
-        from vlm_envs.rollout.ray_workers import RayEpisodeWorkers  # imports ray: only when asked for
+        from vlm_envs.rollout.ray_workers import RAY_MAX_IN_FLIGHT, RayEpisodeWorkers  # imports ray
 
         return RayEpisodeWorkers(
             self.ray_actors,

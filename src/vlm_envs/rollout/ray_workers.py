@@ -37,7 +37,6 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.aborts import AbortWatch
 from vlm_envs.rollout.engines import Engine
-from vlm_envs.rollout.executors import RAY_MAX_IN_FLIGHT
 from vlm_envs.rollout.handoff import Waiter
 from vlm_envs.rollout.ray_actor import EpisodeActor
 from vlm_envs.rollout.slots import Slots
@@ -50,6 +49,9 @@ __all__ = ["RayEpisodeWorkers"]
 SPARE_CALLS = 16
 #: How often the collector thread looks for new actors and for the pool's end (seconds).
 POLL_S = 0.1
+#: Episodes in flight per actor unless told otherwise: enough to keep a core busy with a 50 ms
+#: engine at about 1 ms of CPU per turn (raise it for turns that take seconds to generate).
+RAY_MAX_IN_FLIGHT = 64
 
 
 class _Threads:
