@@ -164,16 +164,12 @@ class ExecutorConfig:
         if self.in_process:
             return InProcessEpisodes(codec, make_engine, args=args)
         source = codec.processor if codec.processor is not None else codec.tokenizer
+        shared: dict[str, Any] = {"args": args, "chat_template": codec.chat_template}
         if self.workers:
             from vlm_envs.rollout.workers import EpisodeWorkers
 
             return EpisodeWorkers(
-                self.workers,
-                source,
-                make_engine,
-                args=args,
-                chat_template=codec.chat_template,
-                max_in_flight=self.max_in_flight,
+                self.workers, source, make_engine, max_in_flight=self.max_in_flight, **shared
             )
         from vlm_envs.rollout.ray_workers import RAY_MAX_IN_FLIGHT, RayEpisodeWorkers  # imports ray
 
@@ -181,10 +177,9 @@ class ExecutorConfig:
             self.ray_actors,
             source,
             make_engine,
-            args=args,
-            chat_template=codec.chat_template,
             num_cpus=self.ray_actor_cpus,
             resources=dict(self.ray_resources),
             address=self.ray_address,
             max_in_flight=self.max_in_flight or RAY_MAX_IN_FLIGHT,
+            **shared,
         )
