@@ -365,3 +365,13 @@ def args_max_turns(args: Any, default: int | None = None) -> int | None:
     """``args.max_turns`` from slime's args (set by its ``--custom-config-path`` YAML), if given."""
     value = getattr(args, "max_turns", None)
     return int(value) if value is not None else default
+
+
+def trainer_env_config(sample: Any, args: Any, config: Mapping[str, Any]) -> dict[str, Any]:
+    """What a ``build_env(sample, args, **config)`` builds from: :func:`resolve_env_config`, with the
+    trainer's ``args.max_turns`` over the sample's unless ``config`` itself sets ``max_turns``."""
+    merged = resolve_env_config(sample, config)
+    max_turns = args_max_turns(args)
+    if max_turns is not None and "max_turns" not in config:
+        merged["max_turns"] = max_turns
+    return merged

@@ -12,7 +12,7 @@ from vlm_envs.envs.fog_maze.config import FogMazeConfig
 from vlm_envs.envs.fog_maze.env import FogMazeEnv
 from vlm_envs.envs.fog_maze.maze import Maze, generate_maze
 from vlm_envs.envs.fog_maze.oracle import shortest_actions
-from vlm_envs.protocol import args_max_turns, resolve_env_config
+from vlm_envs.protocol import trainer_env_config
 
 __all__ = ["FogMazeConfig", "FogMazeEnv", "Maze", "build_env", "generate_maze", "shortest_actions"]
 
@@ -22,8 +22,4 @@ description = FogMazeEnv.__doc__ or ""
 def build_env(sample: Any = None, args: Any = None, **config: Any) -> FogMazeEnv:
     """A FogMaze env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and
     the trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    merged = resolve_env_config(sample, config)
-    max_turns = args_max_turns(args)
-    if max_turns is not None and "max_turns" not in config:
-        merged["max_turns"] = max_turns
-    return FogMazeEnv(FogMazeConfig(**merged))
+    return FogMazeEnv(FogMazeConfig(**trainer_env_config(sample, args, config)))

@@ -11,7 +11,7 @@ from typing import Any
 from vlm_envs.envs.jigsaw.board import optimal_swaps, oracle_swaps
 from vlm_envs.envs.jigsaw.config import JigsawConfig
 from vlm_envs.envs.jigsaw.env import JigsawEnv
-from vlm_envs.protocol import args_max_turns, resolve_env_config
+from vlm_envs.protocol import trainer_env_config
 
 __all__ = ["JigsawConfig", "JigsawEnv", "build_env", "optimal_swaps", "oracle_swaps"]
 
@@ -21,8 +21,4 @@ description = JigsawEnv.__doc__ or ""
 def build_env(sample: Any = None, args: Any = None, **config: Any) -> JigsawEnv:
     """A Jigsaw env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and
     the trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    merged = resolve_env_config(sample, config)
-    max_turns = args_max_turns(args)
-    if max_turns is not None and "max_turns" not in config:
-        merged["max_turns"] = max_turns
-    return JigsawEnv(JigsawConfig(**merged))
+    return JigsawEnv(JigsawConfig(**trainer_env_config(sample, args, config)))

@@ -11,7 +11,7 @@ from typing import Any
 from vlm_envs.envs.mental_rotation.config import MentalRotationConfig
 from vlm_envs.envs.mental_rotation.env import MentalRotationEnv
 from vlm_envs.envs.mental_rotation.shapes import ROTATIONS, TURN_NAMES, shortest_turns, turn
-from vlm_envs.protocol import args_max_turns, resolve_env_config
+from vlm_envs.protocol import trainer_env_config
 
 __all__ = [
     "ROTATIONS",
@@ -29,8 +29,4 @@ description = MentalRotationEnv.__doc__ or ""
 def build_env(sample: Any = None, args: Any = None, **config: Any) -> MentalRotationEnv:
     """A MentalRotation env from per-sample ``metadata["env_config"]``, explicit ``config`` (which
     wins) and the trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    merged = resolve_env_config(sample, config)
-    max_turns = args_max_turns(args)
-    if max_turns is not None and "max_turns" not in config:
-        merged["max_turns"] = max_turns
-    return MentalRotationEnv(MentalRotationConfig(**merged))
+    return MentalRotationEnv(MentalRotationConfig(**trainer_env_config(sample, args, config)))

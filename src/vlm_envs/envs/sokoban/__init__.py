@@ -15,7 +15,7 @@ from vlm_envs.envs.sokoban.env import SokobanEnv
 from vlm_envs.envs.sokoban.generator import Difficulty, GeneratedLevel, generate_level
 from vlm_envs.envs.sokoban.render import frame_data_uri, frame_png
 from vlm_envs.envs.sokoban.solver import solve, solve_state
-from vlm_envs.protocol import args_max_turns, resolve_env_config
+from vlm_envs.protocol import trainer_env_config
 
 __all__ = [
     "Difficulty",
@@ -41,8 +41,4 @@ description = SokobanEnv.__doc__ or ""
 def build_env(sample: Any = None, args: Any = None, **config: Any) -> SokobanEnv:
     """A Sokoban env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and
     the trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    merged = resolve_env_config(sample, config)
-    max_turns = args_max_turns(args)
-    if max_turns is not None and "max_turns" not in config:
-        merged["max_turns"] = max_turns
-    return SokobanEnv(SokobanConfig(**merged))
+    return SokobanEnv(SokobanConfig(**trainer_env_config(sample, args, config)))

@@ -10,7 +10,7 @@ from typing import Any
 
 from vlm_envs.envs.zoom_search.config import ZoomSearchConfig
 from vlm_envs.envs.zoom_search.env import ZoomSearchEnv
-from vlm_envs.protocol import args_max_turns, resolve_env_config
+from vlm_envs.protocol import trainer_env_config
 
 __all__ = ["ZoomSearchConfig", "ZoomSearchEnv", "build_env"]
 
@@ -20,8 +20,4 @@ description = ZoomSearchEnv.description
 def build_env(sample: Any = None, args: Any = None, **config: Any) -> ZoomSearchEnv:
     """A ZoomSearch env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and the
     trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    merged = resolve_env_config(sample, config)
-    max_turns = args_max_turns(args)
-    if max_turns is not None and "max_turns" not in config:
-        merged["max_turns"] = max_turns
-    return ZoomSearchEnv(ZoomSearchConfig(**merged))
+    return ZoomSearchEnv(ZoomSearchConfig(**trainer_env_config(sample, args, config)))
