@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from toyenvs.colors import ColorsEnv
 
 from vlm_envs import Observation, StepInfo, build_env
-from vlm_envs.protocol import check_seed, resolve_env_config
+from vlm_envs.protocol import check_seed, resolve_env_config, trainer_env_config
 
 
 def _img(color: str = "red") -> Image.Image:
@@ -180,3 +180,16 @@ def test_resolve_env_config_merges_sample_then_explicit():
     assert resolve_env_config(None, {"b": 2}) == {"b": 2}
     with pytest.raises(TypeError, match="env_config"):
         resolve_env_config({"metadata": {"env_config": "oops"}})
+
+
+def test_trainer_env_config_gives_the_explicit_config_then_the_trainers_turns_then_the_rows():
+    row = {"metadata": {"env_config": {"max_turns": 3, "grid_size": 7, "seed_bank": 1}}}
+    trainer = SimpleNamespace(max_turns=5)
+    assert trainer_env_config(row, trainer, {"grid_size": 9}) == {
+        "max_turns": 5,
+        "grid_size": 9,
+        "seed_bank": 1,
+    }
+    assert trainer_env_config(row, trainer, {"max_turns": 2})["max_turns"] == 2  # explicit wins
+    assert trainer_env_config(row, SimpleNamespace(), {})["max_turns"] == 3  # no trainer cap: the row's
+    assert trainer_env_config(None, None, {}) == {}
