@@ -134,4 +134,4 @@ def test_episodes_beyond_the_in_flight_bound_wait_for_a_slot(scripted):
     config = EpisodeConfig(max_turns=3, max_new_tokens=16)
     trajs = run_jobs(scripted, *(EpisodeJob("sokoban", SOKOBAN, seed=i, config=config) for i in range(9)))
     assert [len(t.turns) for t in trajs] == [3] * 9 and all(t.status is Status.TRUNCATED for t in trajs)
-    assert scripted._load == [0, 0]
+    assert scripted._slots.load == [0, 0]
