@@ -84,9 +84,8 @@ def main() -> None:
         traj._train_inputs = None
 
     def unpickled(index: int) -> Trajectory:
-        (_, regions, spans), body = messages[index]
-        views = [reader.region(offset, length) for offset, length in regions]
-        return pickle.loads(body, buffers=[views[r][s : s + n] for r, s, n in spans])[2]
+        header, body = messages[index]
+        return pickle.loads(body, buffers=reader.buffers(header[1:]))[2]
 
     def caller(decode: bool) -> Callable[[Trajectory], None]:
         index = {id(traj): i for i, traj in enumerate(trajectories)}

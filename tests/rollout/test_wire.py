@@ -133,9 +133,7 @@ def test_the_allocator_coalesces_freed_regions():
 def read_back(arena, placed, body):
     """What the caller of ``arena``'s worker reads from a message placed as ``placed``."""
     reader = ArenaReader(os.dup(arena.fd), arena.size, release=arena.release)
-    regions, spans = placed
-    views = [reader.region(offset, length) for offset, length in regions]
-    return pickle.loads(body, buffers=[views[r][start : start + n] for r, start, n in spans])
+    return pickle.loads(body, buffers=reader.buffers(placed))
 
 
 def test_a_tensor_made_in_a_lent_region_is_sent_without_a_copy_and_freed_by_the_caller():

@@ -4,12 +4,12 @@ The worker carves each message's large buffers out of it (:class:`ArenaWriter`),
 buffer in it to begin with (:meth:`ArenaWriter.lend`: the training tensors, written once, where the
 caller reads them); the caller reads them in place as numpy views and, once the last view of a
 region is gone, hands the region back (:class:`ArenaReader`), so the same pages serve episode after
-episode. A fresh
-mapping per message would cost the caller its page faults, an ``munmap`` and the freeing of every
-page (about 1.5 ms per 5.4 MB episode, measured here); reused pages cost nothing. When the caller
-holds more than the arena (a trainer keeping a whole rollout batch), a message's buffers go to a
-shared-memory file of their own (:func:`file_of`), freed with the caller's last view of it. Both are
-anonymous ``memfd`` files: they go away with the last process holding them, whoever dies first.
+episode. A fresh mapping per message would cost the caller its page faults, an ``munmap`` and the
+freeing of every page (about 1.5 ms per 5.4 MB episode, measured here); reused pages cost nothing.
+When the caller holds more than the arena (a trainer keeping a whole rollout batch), a message's
+buffers go to a shared-memory file of their own (:func:`file_of`), freed with the caller's last view
+of it. Both are anonymous ``memfd`` files: they go away with the last process holding them, whoever
+dies first.
 """
 
 from __future__ import annotations
@@ -99,14 +99,12 @@ class ArenaWriter:
         """A new region as a writable byte array, for a buffer made in place (:meth:`place` then
         sends it without a copy); ``None`` when no free block is large enough. The region is freed
         when the array and every view of it are gone, unless a message took it first."""
-        length = _aligned(nbytes)
         with self._lock:
-            offset = self._take(length)
+            offset = self._take(_aligned(nbytes))
             if offset is None:
                 return None
-        array = np.frombuffer(self._view[offset : offset + nbytes], dtype=np.uint8)
-        # numpy views of an array over a buffer keep that array (not the buffer) as their base
-        with self._lock:
+            array = np.frombuffer(self._view[offset : offset + nbytes], dtype=np.uint8)
+            # numpy views of an array over a buffer keep that array (not the buffer) as their base
             self._lent[offset] = weakref.finalize(array, self.release, offset)
         return array
 
@@ -201,8 +199,14 @@ class ArenaReader:
             os.close(fd)
         self._release = release
 
-    def region(self, offset: int, length: int) -> memoryview:
-        """A view of the region at ``offset``, which is released once no view of it is left."""
+    def buffers(self, placed: Placed) -> list[memoryview]:
+        """Views of the buffers of a message :meth:`ArenaWriter.place` placed; each region is
+        released once no view of it is left."""
+        regions, spans = placed
+        views = [self._region(offset, length) for offset, length in regions]
+        return [views[region][start : start + nbytes] for region, start, nbytes in spans]
+
+    def _region(self, offset: int, length: int) -> memoryview:
         region = np.frombuffer(self._map, dtype=np.uint8, count=length, offset=offset)
         weakref.finalize(region, self._release, offset).atexit = False  # no worker to tell at exit
         return memoryview(region)

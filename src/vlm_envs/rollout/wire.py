@@ -205,11 +205,9 @@ class Receiver:
             return pickle.loads(body)
         if header[0] == "file":
             return pickle.loads(body, buffers=views_of_file(self._descriptor(), header[1]))
-        _, regions, spans = header
         if self.arena is None:
             raise ValueError("a message with buffers in an arena came before the arena")
-        views = [self.arena.region(offset, length) for offset, length in regions]
-        return pickle.loads(body, buffers=[views[r][start : start + n] for r, start, n in spans])
+        return pickle.loads(body, buffers=self.arena.buffers(header[1:]))
 
     def _descriptor(self) -> int:
         _, fds, _, _ = socket.recv_fds(self.sock, 1, 1)
