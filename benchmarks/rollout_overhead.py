@@ -182,20 +182,23 @@ def sequential_cpu_per_turn(processor: Any, episodes: int, turns: int, first_see
     return (time.process_time() - cpu) / played
 
 
-async def drive(play: Callable[[int], Awaitable[Trajectory]], episodes: int) -> dict[str, float]:
+async def drive(
+    play: Callable[[int], Awaitable[Trajectory]], episodes: int, batch: int = 1
+) -> dict[str, float]:
     """Run ``episodes`` at once with a 10 ms heartbeat on this loop; ``play`` gives each finished
     trajectory with its training tensors made (off the loop, as the slime hook has them made).
 
-    Each trajectory then goes to a "trainer" thread that reads one float per page of its
-    ``pixel_values`` and drops it, as a trainer would use and free it. ``caller_cpu`` is the CPU
-    of this process over the run without that thread's, which is ``trainer_cpu``.
+    Each trajectory then goes to a "trainer" thread that keeps them until it has ``batch`` of them
+    (slime trains on a whole rollout batch), then reads one float per page of each one's
+    ``pixel_values`` and drops them, as a trainer would use and free them. ``caller_cpu`` is the
+    CPU of this process over the run without that thread's, which is ``trainer_cpu``.
     """
     gc.collect()
     gc.freeze()  # long-lived objects (model code, processor) out of the collector's way, as a trainer would
     loop = asyncio.get_running_loop()
     gaps: list[float] = []
     done = asyncio.Event()
-    trainer = _Trainer()
+    trainer = _Trainer(batch)
 
     async def heartbeat() -> None:
         last = loop.time()
@@ -235,9 +238,10 @@ async def drive(play: Callable[[int], Awaitable[Trajectory]], episodes: int) -> 
 
 
 class _Trainer:
-    """A thread that reads and frees finished trajectories, timing itself."""
+    """A thread that reads and frees finished trajectories ``batch`` at a time, timing itself."""
 
-    def __init__(self) -> None:
+    def __init__(self, batch: int = 1) -> None:
+        self.batch = batch
         self.inbox: queue.SimpleQueue[Trajectory | None] = queue.SimpleQueue()
         self.cpu = 0.0
         self.thread = threading.Thread(target=self._run, name="bench-trainer")
@@ -254,11 +258,21 @@ class _Trainer:
 
     def _run(self) -> None:
         start = time.thread_time()
+        held: list[Trajectory] = []
         while (traj := self.inbox.get()) is not None:
+            held.append(traj)
+            del traj  # the batch holds it, nothing else
+            if len(held) == self.batch:
+                self._train(held)
+        self._train(held)
+        self.cpu = time.thread_time() - start
+
+    @staticmethod
+    def _train(held: list[Trajectory]) -> None:
+        for traj in held:
             pixels = traj.train_inputs()["pixel_values"].numpy().reshape(-1)
             float(pixels[::PAGE_FLOATS].sum())
-            del traj, pixels
-        self.cpu = time.thread_time() - start
+        held.clear()
 
 
 def cpu_seconds() -> float:

@@ -82,7 +82,7 @@ def measure(codec: ChatCodec, config: ExecutorConfig, args: argparse.Namespace) 
 
     with executor:
         asyncio.run(warm_up())
-        return asyncio.run(drive(play, args.episodes))
+        return asyncio.run(drive(play, args.episodes, args.batch))
 
 
 def main() -> None:
@@ -93,6 +93,9 @@ def main() -> None:
     parser.add_argument("--max-n", type=int, default=os.cpu_count() or 1, help="largest pool size")
     parser.add_argument("--executors", default="in-process,local,ray", help="which to run, comma-separated")
     parser.add_argument("--repeats", type=int, default=3, help="runs per executor; the table gives medians")
+    parser.add_argument(
+        "--batch", type=int, default=1, help="trajectories the trainer keeps before it reads and drops them"
+    )
     args = parser.parse_args()
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster: no token in ~/.ray
     import ray

@@ -6,10 +6,11 @@ caller reads them); the caller reads them in place as numpy views and, once the 
 region is gone, hands the region back (:class:`ArenaReader`), so the same pages serve episode after
 episode. A fresh mapping per message would cost the caller its page faults, an ``munmap`` and the
 freeing of every page (about 1.5 ms per 5.4 MB episode, measured here); reused pages cost nothing.
-When the caller holds more than the arena (a trainer keeping a whole rollout batch), a message's
-buffers go to a shared-memory file of their own (:func:`file_of`), freed with the caller's last view
-of it. Both are anonymous ``memfd`` files: they go away with the last process holding them, whoever
-dies first.
+The arena's pages are taken as first used (regions are first fit, from the start) and kept, so it
+grows to what the caller holds at most (a trainer keeping a whole rollout batch) and the next batch
+reuses it. When the caller holds more than the arena, a message's buffers go to a shared-memory
+file of their own (:func:`file_of`), freed with the caller's last view of it. Both are anonymous
+``memfd`` files: they go away with the last process holding them, whoever dies first.
 """
 
 from __future__ import annotations

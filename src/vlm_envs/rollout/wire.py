@@ -39,9 +39,11 @@ from vlm_envs.rollout.arena import ArenaReader, ArenaWriter, file_of, views_of_f
 
 #: Buffers at least this large go to shared memory; smaller ones are cheaper in the pickle.
 SHARED_MIN_BYTES = 64 << 10
-#: A worker's arena: room for about 45 episodes of 5.4 MB that the caller still holds; beyond that,
-#: a message gets a shared file of its own. Pages are taken as first used and kept for reuse.
-ARENA_BYTES = 256 << 20
+#: A worker's arena, in address space: room for about 1,500 episodes of 5.4 MB that the caller
+#: still holds (a trainer keeps a whole rollout batch); beyond that, a message gets a shared file of
+#: its own. Memory is taken as first used and kept for reuse, so the arena holds the most the caller
+#: has held of this worker's messages at once, and the next batch writes to pages already there.
+ARENA_BYTES = 8 << 30
 _HEADER_LENGTH_BYTES = 4
 #: How long a :class:`Sender` being closed gets to send what is queued (seconds).
 SEND_TIMEOUT_S = 5.0
