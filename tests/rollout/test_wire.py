@@ -80,6 +80,22 @@ def test_a_full_arena_sends_buffers_in_files_of_their_own(worker):
     assert placed[0] and not placed[-1] and placed == sorted(placed, reverse=True)
 
 
+def test_the_default_arena_takes_memory_only_as_it_is_used_and_keeps_it():
+    packer = wire.Packer()  # 8 GB of address space, so that a trainer's whole rollout batch fits
+    assert packer.arena.size == wire.ARENA_BYTES >= 8 << 30
+    assert os.fstat(packer.arena.fd).st_blocks == 0  # nothing taken yet
+    array = packer.lend(10 << 20)
+    array[::4096] = 1  # one byte per page: every page taken
+    taken = os.fstat(packer.arena.fd).st_blocks * 512
+    assert 10 << 20 <= taken < 11 << 20
+    del array
+    gc.collect()
+    assert packer.arena.free_bytes == packer.arena.size  # the region went back ...
+    again = packer.lend(10 << 20)
+    assert os.fstat(packer.arena.fd).st_blocks * 512 == taken  # ... its pages did not
+    assert again[0] == 1 and again[4096] == 1  # the next episode writes to the same pages
+
+
 def test_without_shared_memory_every_buffer_goes_in_the_message(monkeypatch):
     def no_memory(*_):
         raise OSError(12, "Cannot allocate memory")
