@@ -23,9 +23,9 @@ from vlm_envs.rollout.engines import (
     ReplyContract,
     SGLangEngine,
     TransientEngineError,
-    image_data_uri,
     parse_generate_response,
 )
+from vlm_envs.rollout.image_uris import image_data_uri
 from vlm_envs.rollout.images import image_digest
 from vlm_envs.testing import Fault
 

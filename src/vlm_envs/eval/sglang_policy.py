@@ -18,9 +18,10 @@ from vlm_envs.eval.processors import load_processor
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import EngineOutput, ImageInput, SGLangEngine
+from vlm_envs.rollout.engines import EngineOutput, SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History
+from vlm_envs.rollout.image_uris import ImageInput
 
 
 class _RecordingEnv(Env):

@@ -14,10 +14,10 @@ from vlm_envs.rollout.engines import (
     ReplyContract,
     SGLangEngine,
     TransientEngineError,
-    image_data_uri,
 )
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.executors import EpisodeExecutor, ExecutorConfig, InProcessEpisodes
+from vlm_envs.rollout.image_uris import image_data_uri
 from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor, image_digest
 from vlm_envs.rollout.trajectory import Status, Trajectory, TurnRecord
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers

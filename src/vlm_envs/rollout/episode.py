@@ -29,13 +29,12 @@ from vlm_envs.rollout.engines import (
     EngineContractError,
     EngineError,
     EngineOutput,
-    ImageInput,
     PermanentEngineError,
     ReplyContract,
     engine_name,
-    image_data_uri,
 )
 from vlm_envs.rollout.history import History
+from vlm_envs.rollout.image_uris import ImageInput, image_data_uri
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import (
     Segment,
