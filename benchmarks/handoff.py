@@ -28,7 +28,8 @@ from rollout_overhead import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, answers, sokoban
 from vlm_envs.rollout import wire
 from vlm_envs.rollout.arena import ArenaReader
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.episode import INLINE, EpisodeConfig, run_episode
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.offload import INLINE
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 

@@ -39,8 +39,9 @@ from typing import Any
 from vlm_envs import build_env
 from vlm_envs.imaging import png_data_uri
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.episode import INLINE, EpisodeConfig, rollout_executor, run_episode
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.image_uris import image_data_uri
+from vlm_envs.rollout.offload import INLINE, rollout_executor
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 from vlm_envs.testing import ScriptedEngine, build_tiny_processor

@@ -24,8 +24,9 @@ from typing import Any
 
 from vlm_envs import build_env
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.episode import INLINE, EpisodeConfig, run_episode
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History
+from vlm_envs.rollout.offload import INLINE
 from vlm_envs.rollout.turns import make_train_inputs
 from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 

@@ -15,10 +15,9 @@ import array
 import asyncio
 import dataclasses
 import functools
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Any, Literal, TypeVar
 
 from vlm_envs.protocol import Env, Observation, StepInfo
@@ -35,6 +34,7 @@ from vlm_envs.rollout.engines import (
 )
 from vlm_envs.rollout.history import History
 from vlm_envs.rollout.image_uris import ImageInput, image_data_uri
+from vlm_envs.rollout.offload import InlineExecutor, rollout_executor
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import (
     Segment,
@@ -76,40 +76,6 @@ class EpisodeConfig:
 
 
 T = TypeVar("T")
-#: Threads of the shared rollout executor. Few on purpose: the work holds the GIL most of the time,
-#: and every extra runnable thread delays the event loop's turn at it.
-ROLLOUT_THREADS = 2
-_shared: ThreadPoolExecutor | None = None
-_shared_lock = threading.Lock()
-
-
-def rollout_executor() -> ThreadPoolExecutor:
-    """The process-wide executor for env steps, processor calls and payload encoding."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = ThreadPoolExecutor(max_workers=ROLLOUT_THREADS, thread_name_prefix="vlm-envs-rollout")
-        return _shared
-
-
-class InlineExecutor(Executor):
-    """Runs the CPU work on the event loop's own thread, with no handoff.
-
-    For processes whose loop serves only episodes (the workers of
-    :class:`~vlm_envs.rollout.workers.EpisodeWorkers`), where a thread hop costs more than it gives.
-    """
-
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        future: Future[T] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as err:  # handed to the caller through the future, as an executor does
-            future.set_exception(err)
-        return future
-
-
-#: Runs env steps and encoding inline (see :class:`InlineExecutor`).
-INLINE = InlineExecutor()
 
 
 @dataclasses.dataclass
@@ -376,9 +342,10 @@ async def run_episode(
     ``sampling_params`` are SGLang's (copied, never changed); ``max_new_tokens`` is lowered to fit
     the budget and the codec's end-of-turn ids are added to ``stop_token_ids``. ``should_abort``
     is polled before each generation (slime's abort flag). CPU work runs on ``executor`` (default:
-    :func:`rollout_executor`; :data:`INLINE` runs it on the loop's thread); an env that overrides
-    ``areset``/``astep`` runs its own way. ``fallback_prompt`` is the prompt when the env's first
-    observation is empty (no text, no images): slime-shaped envs leave the question to the dataset.
+    :func:`~vlm_envs.rollout.offload.rollout_executor`; :data:`~vlm_envs.rollout.offload.INLINE`
+    runs it on the loop's thread); an env that overrides ``areset``/``astep`` runs its own way.
+    ``fallback_prompt`` is the prompt when the env's first observation is empty (no text, no
+    images): slime-shaped envs leave the question to the dataset.
     """
     config = config or EpisodeConfig()
     executor = executor or rollout_executor()

@@ -20,7 +20,8 @@ from typing import Any, Protocol
 from vlm_envs.registry import build_env
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import Engine
-from vlm_envs.rollout.episode import rollout_executor, run_episode
+from vlm_envs.rollout.episode import run_episode
+from vlm_envs.rollout.offload import rollout_executor
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.worker_process import EpisodeJob
 

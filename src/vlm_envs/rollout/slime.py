@@ -46,9 +46,10 @@ from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, Encoded
 from vlm_envs.rollout.engines import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, SGLangEngine
-from vlm_envs.rollout.episode import EpisodeConfig, rollout_executor
+from vlm_envs.rollout.episode import EpisodeConfig
 from vlm_envs.rollout.executors import EpisodeExecutor, ExecutorConfig
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
+from vlm_envs.rollout.offload import rollout_executor
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, RowSpec, episode_record
 from vlm_envs.rollout.trajectory import Status, Trajectory

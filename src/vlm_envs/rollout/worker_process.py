@@ -23,7 +23,8 @@ from typing import Any
 from vlm_envs.registry import build_env
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import Engine
-from vlm_envs.rollout.episode import INLINE, EpisodeConfig, run_episode
+from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.offload import INLINE
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.wire import SEND_TIMEOUT_S, Packer, Sender, plain
