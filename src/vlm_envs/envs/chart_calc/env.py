@@ -21,9 +21,10 @@ from vlm_envs.envs.chart_calc.calc import MAX_EXPRESSION_CHARS, CalcError, evalu
 from vlm_envs.envs.chart_calc.config import ChartCalcConfig
 from vlm_envs.envs.chart_calc.generator import ChartTable, Question, generate_question, generate_table
 from vlm_envs.envs.chart_calc.renderer import render_chart
-from vlm_envs.envs.config import episode_seed, overridden
+from vlm_envs.envs.config import episode_seed
+from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
-from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.protocol import Observation, StepInfo
 from vlm_envs.verify import extract_boxed, grade
 
 TOOL_NAME = "calc"
@@ -62,15 +63,12 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-class ChartCalcEnv(Env):
+class ChartCalcEnv(EpisodicEnv[ChartCalcConfig, _Episode]):
     """ChartCalc: a bar, grouped bar, line or pie chart and a question needing arithmetic on its values."""
 
     description: ClassVar[str] = "Charts with exact value labels, arithmetic questions and a calc tool"
 
-    def __init__(self, config: ChartCalcConfig | None = None, **overrides: Any):
-        self.base_config = overridden(config if config is not None else ChartCalcConfig(), overrides)
-        self.config = self.base_config
-        self._ep: _Episode | None = None
+    config_class = ChartCalcConfig
 
     def tools(self) -> list[dict[str, Any]]:
         return [TOOL_SCHEMA]
@@ -79,7 +77,7 @@ class ChartCalcEnv(Env):
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """A new chart and question from ``seed``; ``options`` override config fields for this episode."""
-        self.config = overridden(self.base_config, options)
+        self._configure(options)
         seed = episode_seed(seed)
         rng = np.random.default_rng([seed, 0xC4A7])
         table = generate_table(self.config, rng)
@@ -96,23 +94,16 @@ class ChartCalcEnv(Env):
         return Observation.compose(image, "\n" + self._instructions()), info
 
     def _instructions(self) -> str:
-        ep = self._running()
+        ep = self._episode()
         return (
             f"{ep.question.text}\n\nRead the values from the chart. You may compute with the calc tool; "
             f"to call it, write: {_EXAMPLE}\nYou have {self.config.max_turns} replies in all. When you are "
             "done, reply without a tool call and put your final answer in \\boxed{}."
         )
 
-    def _running(self) -> _Episode:
-        if self._ep is None:
-            raise EpisodeFinishedError("call reset() before step()")
-        return self._ep
-
     def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
         """Answer a ``calc`` call with its value, or check the final answer (see the module docstring)."""
-        ep = self._running()
-        if ep.done:
-            raise EpisodeFinishedError("the episode is over; call reset() to start a new one")
+        ep = self._playing()
         ep.turn += 1
         call = parse_tool_call(response_text, arguments_example='{"expression": "2 * (3 + 4)"}')
         if call.status is CallStatus.NONE:
@@ -150,7 +141,7 @@ class ChartCalcEnv(Env):
         return f"calc result: {clip(expression)} = {format_value(value)}", call
 
     def _final(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
-        ep = self._running()
+        ep = self._episode()
         ep.done = True
         ep.answer = extract_boxed(response_text)
         ep.success = ep.answer is not None and self._correct(ep.answer)
@@ -160,7 +151,7 @@ class ChartCalcEnv(Env):
         return Observation(text=text), True, self._info(terminated=True, info={"final_answer": ep.answer})
 
     def _correct(self, answer: str) -> bool:
-        truth = self._running().question
+        truth = self._episode().question
         if not truth.numeric:
             return _normal(answer) == _normal(truth.answer)
         if answer.strip() == truth.answer:
@@ -174,7 +165,7 @@ class ChartCalcEnv(Env):
             return False
 
     def _info(self, *, terminated: bool = False, truncated: bool = False, info: dict[str, Any]) -> StepInfo:
-        ep = self._running()
+        ep = self._episode()
         metrics: dict[str, float | int | bool] = {
             "turn": ep.turn,
             "calc_calls": ep.calc_calls,
@@ -185,10 +176,6 @@ class ChartCalcEnv(Env):
         info = {**info, "ground_truth": ep.question.answer}
         reward = self.episode_reward() if ep.done else 0.0
         return StepInfo(reward=reward, terminated=terminated, truncated=truncated, metrics=metrics, info=info)
-
-    def episode_reward(self) -> float:
-        """1.0 for a correct final answer, else 0.0."""
-        return 1.0 if self._ep is not None and self._ep.success else 0.0
 
     def oracle_response(self) -> str | None:
         """The reference player: computes with ``calc`` first (when a reply is left for the answer),
@@ -202,7 +189,7 @@ class ChartCalcEnv(Env):
 
     def random_response(self, rng: random.Random) -> str:
         """Plausible and broken replies drawn from ``rng``: calls, guesses, malformed calls."""
-        ep = self._running()
+        ep = self._episode()
         values = [v for row in ep.table.values for v in row]
         a, b = rng.choice(values), rng.choice(values)
         guess = rng.choice([str(a - b), f"{a / b:.2f}", str(a + b), rng.choice(ep.table.categories)])
@@ -217,6 +204,3 @@ class ChartCalcEnv(Env):
                 f"I think it is {guess}.",
             ]
         )
-
-    def close(self) -> None:
-        self._ep = None

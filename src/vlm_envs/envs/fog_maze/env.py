@@ -17,13 +17,14 @@ from typing import Any
 
 from PIL import Image
 
-from vlm_envs.envs.config import episode_seed, overridden
+from vlm_envs.envs.config import episode_seed
+from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.fog_maze.actions import ACTION_NAMES, format_actions, parse_actions
 from vlm_envs.envs.fog_maze.config import FogMazeConfig
 from vlm_envs.envs.fog_maze.maze import Cell, Maze, apply_action, generate_maze, layout_ascii
 from vlm_envs.envs.fog_maze.oracle import shortest_actions
 from vlm_envs.envs.fog_maze.render import first_person, local_image, local_text
-from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.protocol import Observation, StepInfo
 
 _HEADINGS = ("north (up on the map)", "east", "south", "west")
 
@@ -47,20 +48,16 @@ class _Episode:
         return self.cell == self.maze.goal
 
 
-class FogMazeEnv(Env):
+class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
     """FogMaze: reach the goal of a maze seen only nearby (local cells or a first-person corridor view)."""
 
-    def __init__(self, config: FogMazeConfig | None = None, **overrides: Any):
-        self.base_config = overridden(config if config is not None else FogMazeConfig(), overrides)
-        self.config = self.base_config
-        self._ep: _Episode | None = None
+    config_class = FogMazeConfig
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """A new maze drawn from the seed; ``options`` override config fields for this episode."""
-        self.config = overridden(self.base_config, options)
-        cfg = self.config
+        cfg = self._configure(options)
         seed = episode_seed(seed)
         maze = generate_maze(cfg.size[0], cfg.size[1], cfg.loop_fraction, cfg.min_distance, seed)
         optimal = len(shortest_actions(maze.walls, maze.start, maze.heading, maze.goal, cfg.view))
@@ -78,9 +75,7 @@ class FogMazeEnv(Env):
 
     def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
         """Play the actions in the reply's ``<answer>`` block (or spend the turn on a format error)."""
-        ep = self._ep
-        if ep is None or ep.done:
-            raise EpisodeFinishedError("the episode is over (or was never started): call reset() first")
+        ep = self._playing()
         cfg = self.config
         parsed = parse_actions(response_text, cfg.view, cfg.max_actions_per_turn)
         ep.turns += 1
@@ -120,13 +115,6 @@ class FogMazeEnv(Env):
             ep.done,
             StepInfo(reward=reward, terminated=success, truncated=truncated, metrics=metrics, info=info),
         )
-
-    def episode_reward(self) -> float:
-        """1.0 when the goal was reached, else 0.0."""
-        return 1.0 if self._ep is not None and self._ep.success else 0.0
-
-    def close(self) -> None:
-        self._ep = None
 
     def oracle_response(self) -> str | None:
         """The next actions of a shortest path (the oracle knows the map), or None when done."""

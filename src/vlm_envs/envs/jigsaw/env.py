@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.config import episode_seed, overridden
+from vlm_envs.envs.config import episode_seed
+from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.jigsaw.actions import format_swaps, parse_swaps
 from vlm_envs.envs.jigsaw.board import Board, in_place, optimal_swaps, oracle_swaps, shuffled, swap
 from vlm_envs.envs.jigsaw.config import JigsawConfig
 from vlm_envs.envs.jigsaw.picture import drawn_picture, image_files, user_picture
 from vlm_envs.envs.jigsaw.render import arrangement_image, arrangement_text, tiles_of
-from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.protocol import Observation, StepInfo
 
 
 @dataclasses.dataclass
@@ -38,22 +39,21 @@ class _Episode:
         return in_place(self.board) == len(self.board)
 
 
-class JigsawEnv(Env):
+class JigsawEnv(EpisodicEnv[JigsawConfig, _Episode]):
     """Jigsaw: swap the shuffled tiles of a picture back into place (drawn or the user's own images)."""
 
+    config_class = JigsawConfig
+
     def __init__(self, config: JigsawConfig | None = None, **overrides: Any):
-        self.base_config = overridden(config if config is not None else JigsawConfig(), overrides)
-        self.config = self.base_config
+        super().__init__(config, **overrides)
         if self.config.image_dir is not None:
             image_files(self.config.image_dir)  # a missing or empty folder is a config error, raised here
-        self._ep: _Episode | None = None
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """A picture and a shuffle drawn from the seed; ``options`` override config fields once."""
-        self.config = overridden(self.base_config, options)
-        cfg = self.config
+        cfg = self._configure(options)
         seed = episode_seed(seed)
         rng = np.random.default_rng([seed, 0x1165A])
         side = cfg.image_size - cfg.image_size % cfg.n
@@ -73,9 +73,7 @@ class JigsawEnv(Env):
 
     def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
         """Play the swaps in the reply's ``<answer>`` block (or spend the turn on a format error)."""
-        ep = self._ep
-        if ep is None or ep.done:
-            raise EpisodeFinishedError("the episode is over (or was never started): call reset() first")
+        ep = self._playing()
         cfg = self.config
         parsed = parse_swaps(response_text, len(ep.board), cfg.max_swaps_per_turn)
         ep.turns += 1
@@ -102,13 +100,6 @@ class JigsawEnv(Env):
             ep.done,
             StepInfo(reward=reward, terminated=success, truncated=truncated, metrics=metrics, info=info),
         )
-
-    def episode_reward(self) -> float:
-        """1.0 when the picture is whole, else 0.0."""
-        return 1.0 if self._ep is not None and self._ep.success else 0.0
-
-    def close(self) -> None:
-        self._ep = None
 
     def oracle_response(self) -> str | None:
         """The next optimal swaps (tiles minus cycles in all), or None when done."""

@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.config import episode_seed, overridden
+from vlm_envs.envs.config import episode_seed
+from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.mental_rotation.actions import MIRROR_WORDS, parse_turns, parse_word
 from vlm_envs.envs.mental_rotation.config import MentalRotationConfig
 from vlm_envs.envs.mental_rotation.render import radius_of, render
@@ -33,7 +34,7 @@ from vlm_envs.envs.mental_rotation.shapes import (
     shortest_turns,
     turn,
 )
-from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.protocol import Observation, StepInfo
 
 _AXES = (
     "The axes drawn in the corner of each view stay fixed: x (red), y (green), z (blue). x+ turns the "
@@ -58,20 +59,16 @@ class _Episode:
     done: bool = False
 
 
-class MentalRotationEnv(Env):
+class MentalRotationEnv(EpisodicEnv[MentalRotationConfig, _Episode]):
     """MentalRotation: turn a polycube to match a target view (or tell it from its mirror image)."""
 
-    def __init__(self, config: MentalRotationConfig | None = None, **overrides: Any):
-        self.base_config = overridden(config if config is not None else MentalRotationConfig(), overrides)
-        self.config = self.base_config
-        self._ep: _Episode | None = None
+    config_class = MentalRotationConfig
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """A shape and orientations drawn from the seed; ``options`` override config fields once."""
-        self.config = overridden(self.base_config, options)
-        cfg = self.config
+        cfg = self._configure(options)
         seed = episode_seed(seed)
         rng = np.random.default_rng([seed, 0x3D507])
         mirror = cfg.mode == "mirror"
@@ -98,9 +95,7 @@ class MentalRotationEnv(Env):
 
     def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
         """Play the reply's turns (``rotate``) or judge its word (``mirror``)."""
-        ep = self._ep
-        if ep is None or ep.done:
-            raise EpisodeFinishedError("the episode is over (or was never started): call reset() first")
+        ep = self._playing()
         cfg = self.config
         ep.replies += 1
         if cfg.mode == "mirror":
@@ -132,13 +127,6 @@ class MentalRotationEnv(Env):
             info={"orientation": ep.orientation},
         )
         return obs, ep.done, step_info
-
-    def episode_reward(self) -> float:
-        """1.0 on success, else 0.0."""
-        return 1.0 if self._ep is not None and self._ep.success else 0.0
-
-    def close(self) -> None:
-        self._ep = None
 
     def oracle_response(self) -> str | None:
         """The BFS turns toward the target (``rotate``) or the right word (``mirror``); None when done."""

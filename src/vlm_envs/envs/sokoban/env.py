@@ -23,7 +23,8 @@ from typing import Any
 
 from PIL import Image
 
-from vlm_envs.envs.config import episode_seed, overridden
+from vlm_envs.envs.config import episode_seed
+from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.sokoban.actions import format_answer, parse_answer
 from vlm_envs.envs.sokoban.board import (
     LEGEND,
@@ -40,7 +41,7 @@ from vlm_envs.envs.sokoban.config import SokobanConfig
 from vlm_envs.envs.sokoban.generator import generate_level
 from vlm_envs.envs.sokoban.render import Renderer, renderer
 from vlm_envs.envs.sokoban.solver import Solver
-from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.protocol import Observation, StepInfo
 
 _VISUAL_LEGEND = (
     "In the image: brown bricks are walls, beige cells are floor, a red ring is a target, an orange "
@@ -76,15 +77,14 @@ class _Episode:
         return is_solved(self.layout, self.state)
 
 
-class SokobanEnv(Env):
+class SokobanEnv(EpisodicEnv[SokobanConfig, _Episode]):
     """Sokoban: push every box onto a target; solvable levels of chosen difficulty, image and/or text."""
 
+    config_class = SokobanConfig
+
     def __init__(self, config: SokobanConfig | None = None, **overrides: Any):
-        #: The env's own config; ``config`` is the running episode's (``reset`` options may change it).
-        self.base_config = overridden(config if config is not None else SokobanConfig(), overrides)
-        self.config = self.base_config
+        super().__init__(config, **overrides)
         self._given = self.config.given_level()
-        self._ep: _Episode | None = None
         self._solver: Solver | None = None
 
     # ----- episode lifecycle -----
@@ -97,10 +97,10 @@ class SokobanEnv(Env):
         ``options`` override config fields for this episode only: a ``level`` to play, or a
         difficulty (``grid_size``, ``num_boxes``, ``min_moves``, ``max_moves``, ...).
         """
-        config = overridden(self.base_config, options)
-        if config is not self.config:
-            self.config, self._given = config, config.given_level()
-        cfg = self.config
+        before = self.config
+        cfg = self._configure(options)
+        if cfg is not before:
+            self._given = cfg.given_level()
         seed = episode_seed(cfg.rng_seed if seed is None else seed)
         info: dict[str, Any] = {"seed": seed}
         if self._given is not None:
@@ -139,9 +139,7 @@ class SokobanEnv(Env):
 
     def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
         """Play the moves in the response's ``<answer>`` block (or spend the turn on a format error)."""
-        ep = self._ep
-        if ep is None or ep.done:
-            raise EpisodeFinishedError("the episode is over (or was never started): call reset() first")
+        ep = self._playing()
         cfg = self.config
         parsed = parse_answer(response_text, cfg.max_actions_per_step)
         ep.turns += 1
@@ -194,32 +192,32 @@ class SokobanEnv(Env):
 
     def close(self) -> None:
         """Drop the episode; calling it twice is fine."""
-        self._ep = None
+        super().close()
         self._solver = None
 
     # ----- views of the current state -----
 
     @property
     def layout(self) -> Layout:
-        return self._running().layout
+        return self._episode().layout
 
     @property
     def state(self) -> State:
-        return self._running().state
+        return self._episode().state
 
     def ascii(self) -> str:
         """The current state in Boxoban symbols."""
-        ep = self._running()
+        ep = self._episode()
         return to_ascii(ep.layout, ep.state)
 
     def frame_png(self) -> bytes:
         """Engine-ready PNG bytes of the current frame (cached by state)."""
-        ep = self._running()
+        ep = self._episode()
         return ep.renderer.frame_png(ep.state)
 
     def frame_data_uri(self) -> str:
         """The current frame as a PNG data URI (cached by state)."""
-        ep = self._running()
+        ep = self._episode()
         return ep.renderer.frame_data_uri(ep.state)
 
     # ----- policies -----
@@ -227,7 +225,7 @@ class SokobanEnv(Env):
     def solution(self, max_nodes: int | None = None, time_limit: float | None = None) -> str | None:
         """An optimal move string over ``UDLR`` from the *current* state, or None (unsolvable, or
         not found within ``max_nodes`` expansions, default ``solver_max_nodes``, and ``time_limit``)."""
-        ep = self._running()
+        ep = self._episode()
         known = ep.solutions.get(ep.state)
         if known is not None:
             return known
@@ -261,14 +259,9 @@ class SokobanEnv(Env):
 
     # ----- helpers -----
 
-    def _running(self) -> _Episode:
-        if self._ep is None:
-            raise RuntimeError("no episode: call reset() first")
-        return self._ep
-
     def _remember_suffix(self, before: State, played: str, blocked: int) -> None:
         """Following a known optimal solution leaves its suffix optimal: keep it for :meth:`solution`."""
-        ep = self._running()
+        ep = self._episode()
         known = ep.solutions.get(before)
         if known is not None and not blocked and known.startswith(played):
             ep.solutions.setdefault(ep.state, known[len(played) :])
@@ -277,7 +270,7 @@ class SokobanEnv(Env):
         cfg = self.config
         if cfg.reward_mode == "binary":
             return 1.0 if success else 0.0
-        n = len(self._running().state.boxes)
+        n = len(self._episode().state.boxes)
         reward = (on_target - phi_before) / n + (cfg.success_bonus if success else 0.0)
         return reward - (cfg.invalid_format_penalty if malformed else 0.0)
 
@@ -320,7 +313,7 @@ class SokobanEnv(Env):
         return text + "\nThe board now:"
 
     def _observation(self, header: str) -> Observation:
-        ep = self._running()
+        ep = self._episode()
         cfg = self.config
         pieces: list[str | Image.Image] = [header + "\n"]
         if cfg.shows_image:

@@ -19,12 +19,13 @@ from typing import Any, ClassVar
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.config import episode_seed, overridden
+from vlm_envs.envs.config import episode_seed
+from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
 from vlm_envs.envs.zoom_search import renderer
 from vlm_envs.envs.zoom_search.config import MIN_ZOOM_PX, ZoomSearchConfig
 from vlm_envs.envs.zoom_search.generator import Scene, generate_scene
-from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.protocol import Observation, StepInfo
 from vlm_envs.verify import extract_boxed
 
 TOOL_NAME = "zoom"
@@ -50,15 +51,12 @@ def _normal(text: str) -> str:
     return "".join(text.split()).upper()
 
 
-class ZoomSearchEnv(Env):
+class ZoomSearchEnv(EpisodicEnv[ZoomSearchConfig, _Episode]):
     """ZoomSearch: a crowded canvas, one object named by colour and shape, its code legible only zoomed in."""
 
     description: ClassVar[str] = "Find an object on a large canvas and read its tiny code with a zoom tool"
 
-    def __init__(self, config: ZoomSearchConfig | None = None, **overrides: Any):
-        self.base_config = overridden(config if config is not None else ZoomSearchConfig(), overrides)
-        self.config = self.base_config
-        self._ep: _Episode | None = None
+    config_class = ZoomSearchConfig
 
     # -- tool ---------------------------------------------------------------------------------
 
@@ -105,7 +103,7 @@ class ZoomSearchEnv(Env):
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
         """A new scene from ``seed``; ``options`` override config fields for this episode."""
-        self.config = overridden(self.base_config, options)
+        self._configure(options)
         seed = episode_seed(seed)
         scene = generate_scene(self.config, np.random.default_rng([seed, 0x200A]))
         canvas = renderer.draw_canvas(scene, self.config)
@@ -121,7 +119,7 @@ class ZoomSearchEnv(Env):
         return Observation.compose(view, "\n" + self._instructions()), info
 
     def _instructions(self) -> str:
-        cfg, ep = self.config, self._running()
+        cfg, ep = self.config, self._episode()
         _, frame = self._frame()
         example = self.zoom_call(self._example_box())
         return (
@@ -132,16 +130,9 @@ class ZoomSearchEnv(Env):
             "reply without a tool call and put the code in \\boxed{}."
         )
 
-    def _running(self) -> _Episode:
-        if self._ep is None:
-            raise EpisodeFinishedError("call reset() before step()")
-        return self._ep
-
     def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
         """Answer a ``zoom`` call with a crop, or check the final answer (see the module docstring)."""
-        ep = self._running()
-        if ep.done:
-            raise EpisodeFinishedError("the episode is over; call reset() to start a new one")
+        ep = self._playing()
         ep.turn += 1
         call = parse_tool_call(response_text, arguments_example='{"bbox": [100, 200, 300, 400]}')
         if call.status is CallStatus.NONE:
@@ -175,7 +166,7 @@ class ZoomSearchEnv(Env):
         """The call's box in the configured frame, or the call refused with the reason."""
         if not call.ok:
             return call, None
-        ep, limit = self._running(), self._frame()[0]
+        ep, limit = self._episode(), self._frame()[0]
 
         def bad(why: str) -> tuple[ToolCall, None]:
             return call.rejected(CallStatus.BAD_ARGUMENTS, why), None
@@ -204,7 +195,7 @@ class ZoomSearchEnv(Env):
 
     def _target_plate(self) -> Box:
         s = self.config.scale
-        x0, y0, x1, y1 = renderer.plate_box(self._running().scene.target_object, self.config)
+        x0, y0, x1, y1 = renderer.plate_box(self._episode().scene.target_object, self.config)
         return x0 / s, y0 / s, x1 / s, y1 / s
 
     def _example_box(self) -> Box:
@@ -216,11 +207,11 @@ class ZoomSearchEnv(Env):
         """The target's box in the configured frame, rounded outwards."""
         s, limit = self.config.scale, self._frame()[0]
         factor = limit / self.config.view
-        x0, y0, x1, y1 = (v / s * factor for v in self._running().scene.target_object.box)
+        x0, y0, x1, y1 = (v / s * factor for v in self._episode().scene.target_object.box)
         return math.floor(x0), math.floor(y0), min(limit, math.ceil(x1)), min(limit, math.ceil(y1))
 
     def _final(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
-        ep = self._running()
+        ep = self._episode()
         ep.done = True
         ep.answer = extract_boxed(response_text)
         truth = ep.scene.target_object.code
@@ -230,7 +221,7 @@ class ZoomSearchEnv(Env):
         return Observation(text=text), True, self._info(terminated=True, info={"final_answer": ep.answer})
 
     def _info(self, *, terminated: bool = False, truncated: bool = False, info: dict[str, Any]) -> StepInfo:
-        ep = self._running()
+        ep = self._episode()
         metrics: dict[str, float | int | bool] = {
             "turn": ep.turn,
             "zoom_calls": ep.zoom_calls,
@@ -276,9 +267,6 @@ class ZoomSearchEnv(Env):
                 f"I cannot read it, maybe {code}.",
             ]
         )
-
-    def close(self) -> None:
-        self._ep = None
 
 
 def _contains(outer: Box, inner: Box) -> bool:

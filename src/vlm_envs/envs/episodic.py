@@ -1,0 +1,66 @@
+"""The frame the bundled envs share: a typed config and one running episode.
+
+An :class:`EpisodicEnv` takes its config (``config_class``) with keyword overrides at construction,
+applies a ``reset``'s ``options`` on top for one episode (:meth:`_configure`), and keeps the running
+episode in ``_ep``: an object with ``done`` and ``success``, ``None`` before the first ``reset`` and
+after ``close``. An env of one's own may use it too; the protocol needs none of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from vlm_envs.envs.config import overridden
+from vlm_envs.protocol import Env, EpisodeFinishedError
+
+
+class EpisodeState(Protocol):
+    done: bool
+
+    @property
+    def success(self) -> bool: ...
+
+
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+EpisodeT = TypeVar("EpisodeT", bound=EpisodeState)
+
+
+class EpisodicEnv(Env, Generic[ConfigT, EpisodeT]):
+    """An env with a ``config_class`` config, overridable per instance and per episode."""
+
+    config_class: ClassVar[type[BaseModel]]
+
+    def __init__(self, config: ConfigT | None = None, **overrides: Any):
+        default: Any = self.config_class()
+        self.base_config: ConfigT = overridden(config if config is not None else default, overrides)
+        self.config: ConfigT = self.base_config
+        self._ep: EpisodeT | None = None
+
+    def _configure(self, options: Mapping[str, Any] | None) -> ConfigT:
+        """The config of a new episode (the env's own with ``options`` applied), now ``self.config``."""
+        self.config = overridden(self.base_config, options)
+        return self.config
+
+    def _episode(self) -> EpisodeT:
+        """The current episode, over or not."""
+        if self._ep is None:
+            raise EpisodeFinishedError("no episode: call reset() first")
+        return self._ep
+
+    def _playing(self) -> EpisodeT:
+        """The episode a ``step`` plays: one that is not over."""
+        ep = self._ep
+        if ep is None or ep.done:
+            raise EpisodeFinishedError("the episode is over (or was never started): call reset() first")
+        return ep
+
+    def episode_reward(self) -> float:
+        """1.0 when the episode succeeded, else 0.0."""
+        return 1.0 if self._ep is not None and self._ep.success else 0.0
+
+    def close(self) -> None:
+        """Drop the episode; calling it twice is fine."""
+        self._ep = None
