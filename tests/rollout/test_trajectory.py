@@ -69,3 +69,18 @@ def test_drift_in_an_observation_is_caught_with_its_position(processor):
     check = check_against_template(broken, codec)
     assert not check.ok and "first difference at token" in check.detail
     assert check_against_template(traj, codec).ok
+
+
+class NoDecoding(ChatCodec):
+    def decode(self, ids, skip_special_tokens=True):
+        raise AssertionError("decoded again")
+
+
+def test_segment_texts_are_made_once_with_special_tokens_and_go_with_the_response(processor):
+    codec = ChatCodec(processor)
+    traj = solved_in_one_turn(codec)
+    texts = traj.segment_texts(codec)
+    assert texts == ("<answer>Right</answer><|im_end|>",)
+    assert traj.segment_texts(NoDecoding(processor)) is texts  # kept: a trainer's loop decodes nothing
+    traj.discard_response("contract: broken")
+    assert traj.segment_texts(codec) == ()

@@ -86,7 +86,8 @@ def assert_plays_as_on_the_callers_loop(
     pool: EpisodeExecutor, server: SGLangTestServer, codec: ChatCodec
 ) -> None:
     """Four Sokoban vision episodes played by ``pool`` equal the same episodes played here: tokens,
-    mask, log probs, turns, reward and training tensors, each within the trainer's invariants."""
+    mask, log probs, turns, reward, training tensors and segment texts (made by ``pool``), each
+    within the trainer's invariants."""
     config = EpisodeConfig(max_turns=3, max_new_tokens=24, check_template=True)
     jobs = [
         EpisodeJob("sokoban", SOKOBAN, seed=seed, config=config, sampling_params=SAMPLING)
@@ -110,4 +111,6 @@ def assert_plays_as_on_the_callers_loop(
         a, b = theirs.train_inputs(), ours.train_inputs()
         assert torch.equal(a["pixel_values"], b["pixel_values"])
         assert torch.equal(a["image_grid_thw"], b["image_grid_thw"])
+        assert theirs._texts is not None  # made where the episode played, not by this caller
+        assert theirs.segment_texts(codec) == ours.segment_texts(codec)
         assert_trainer_invariants(theirs, codec)

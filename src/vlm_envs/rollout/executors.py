@@ -80,12 +80,10 @@ class InProcessEpisodes:
         finally:
             with contextlib.suppress(Exception):  # an env that fails to close must not lose the episode
                 env.close()
-        try:  # the training tensors, made off the caller's loop
-            await asyncio.get_running_loop().run_in_executor(rollout_executor(), traj.train_inputs)
+        try:  # the training tensors and texts, made off the caller's loop
+            await asyncio.get_running_loop().run_in_executor(rollout_executor(), traj.prepare, self.codec)
         except Exception as err:  # e.g. out of memory: the episode fails, the caller goes on
-            return Trajectory.failed(
-                f"training tensors: {type(err).__name__}: {err}", job.config.failure_reward
-            )
+            return Trajectory.failed(f"training data: {type(err).__name__}: {err}", job.config.failure_reward)
         return traj
 
     def close(self) -> None:

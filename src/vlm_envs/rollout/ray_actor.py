@@ -86,10 +86,10 @@ class EpisodeActor:
                 traj = await play_job(job_id, job, self.codec, self.engine, self.args, self.aborted)
             finally:
                 self.aborted.discard(job_id)
-            try:  # the training tensors, made here: they reach the caller through the object store
-                traj.train_inputs()
+            try:  # the training tensors and texts, made here: they reach the caller through the object store
+                traj.prepare(self.codec)
             except Exception as err:  # e.g. out of memory: the episode fails, the actor goes on
-                error = f"ray: training tensors: {type(err).__name__}: {err}"
+                error = f"ray: training data: {type(err).__name__}: {err}"
                 traj = Trajectory.failed(error, job.config.failure_reward)
         try:
             body, large = wire.split(traj)

@@ -331,14 +331,14 @@ def _fill_sample(
     sample.tokens = list(data.prompt_ids)
     sample.response, sample.response_length = "", 0
     sample.loss_mask, sample.rollout_log_probs = None, None
-    if hasattr(sample, "append_response_tokens"):
-        for seg in data.segments:
+    if hasattr(sample, "append_response_tokens"):  # texts made where the episode played
+        for seg, text in zip(data.segments, data.segment_texts(codec), strict=True):
             sample.append_response_tokens(
                 args,
                 tokens=seg.ids,
                 log_probs=seg.log_probs if seg.trainable else None,
                 trainable=seg.trainable,
-                text=codec.decode(seg.ids, skip_special_tokens=False),
+                text=text,
                 update_terminal_info=False,
             )
     else:  # older slime: fill the fields directly

@@ -93,6 +93,7 @@ class Trajectory:
     #: The prompt without its generation prompt (``window:0`` contexts start with it).
     head: Encoded | None = dataclasses.field(default=None, repr=False)
     _train_inputs: dict[str, torch.Tensor] | None = dataclasses.field(default=None, repr=False, compare=False)
+    _texts: tuple[str, ...] | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @classmethod
     def failed(cls, error: str, reward: float = 0.0) -> Trajectory:
@@ -107,13 +108,13 @@ class Trajectory:
         for record in self.turns:
             record.reply = None
         self.status, self.error, self.reward = Status.FAILED, error, reward
-        self._train_inputs = None
+        self._train_inputs = self._texts = None
 
     def discard_prompt(self) -> None:
         """Keep nothing at all (after :meth:`discard_response`, when the prompt itself is unusable)."""
         self.prompt = Encoded(ids=(), engine_ids=(), images=[], text="")
         self.images = []
-        self._train_inputs = None
+        self._train_inputs = self._texts = None
 
     def turn_samples(self, reward: TurnReward = "episode", gamma: float = 1.0) -> list[TurnSample]:
         """One training sample per turn that generated tokens: its :meth:`context` as the prompt,
@@ -199,6 +200,19 @@ class Trajectory:
         if self._train_inputs is None:
             self._train_inputs = train_inputs_of(self.images, memory=memory)
         return self._train_inputs
+
+    def segment_texts(self, codec: ChatCodec) -> tuple[str, ...]:
+        """Each segment's text, special tokens included (what slime's ``append_response_tokens``
+        takes with its ids). Made on the first call and kept, like :meth:`train_inputs`."""
+        if self._texts is None:
+            self._texts = tuple(codec.decode(seg.ids, skip_special_tokens=False) for seg in self.segments)
+        return self._texts
+
+    def prepare(self, codec: ChatCodec, memory: Allocator | None = None) -> None:
+        """Make what a trainer reads, where the episode played and off any trainer's loop: the
+        training tensors (in ``memory``, if it gives an array) and the segments' texts."""
+        self.train_inputs(memory)
+        self.segment_texts(codec)
 
 
 def check_against_template(traj: Trajectory, codec: ChatCodec) -> TemplateCheck:

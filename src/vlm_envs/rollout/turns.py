@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from vlm_envs.rollout.codec import ProcessedImage
+from vlm_envs.rollout.codec import ChatCodec, ProcessedImage
 from vlm_envs.rollout.images import train_inputs_of
 from vlm_envs.rollout.segment import Segment
 
@@ -66,6 +66,10 @@ class TurnSample:
     @property
     def images(self) -> list[ProcessedImage]:
         return self.context.images
+
+    def segment_texts(self, codec: ChatCodec) -> tuple[str, ...]:
+        """The reply's text, special tokens included."""
+        return (codec.decode(self.reply.ids, skip_special_tokens=False),)
 
     def train_inputs(self) -> dict[str, torch.Tensor]:
         """``pixel_values`` and ``image_grid_thw`` of the context's images, in token order, or ``{}``

@@ -102,10 +102,10 @@ async def _serve(
     async def play(job_id: int, job: EpisodeJob) -> None:
         traj = await play_job(job_id, job, codec, engine, args, aborted)
         aborted.discard(job_id)
-        try:  # the training tensors, made here in shared memory, where the caller reads them
-            traj.train_inputs(memory=packer.lend)
+        try:  # the training tensors (in shared memory, where the caller reads them) and texts
+            traj.prepare(codec, memory=packer.lend)
         except Exception as err:  # e.g. out of memory: the episode fails, the worker goes on
-            error = f"worker: training tensors: {type(err).__name__}: {err}"
+            error = f"worker: training data: {type(err).__name__}: {err}"
             traj = Trajectory.failed(error, job.config.failure_reward)
         try:
             message = packer.pack(("done", job_id, traj))
