@@ -3,10 +3,13 @@
 For ``--episodes`` 8-turn Sokoban vision episodes (played here, one at a time, Qwen2.5-VL's
 processor limits), the CPU per episode of each side of :mod:`vlm_envs.rollout.wire`:
 
-- the worker: training tensors made and the message packed, with the tensors made in the
-  shared arena (``Packer.lend``, what workers do) or made apart and copied into it;
+- the worker: training tensors and segment texts made (``Trajectory.prepare``) and the message
+  packed, with the tensors made in the shared arena (``Packer.lend``, what workers do) or made
+  apart and copied into it;
 - the caller: the message unpickled over the arena's views with the images left undecoded (what
-  the caller gets), and the same followed by decoding every image (what reading them costs).
+  the caller gets), and the same followed by decoding every image (what reading them costs);
+- what the slime hook no longer does on the trainer's loop: decode each segment's text (the
+  worker sends them).
 
 Each figure is the best of ``--rounds`` passes over the episodes, on an otherwise idle machine: on a
 busy one (a pool saturating the other cores) the same work costs about twice as much, mostly from
@@ -45,6 +48,11 @@ def best_ms(trajectories: list[Trajectory], one: Callable[[Trajectory], None], r
     return best * 1e3
 
 
+def decode_texts(codec: ChatCodec, traj: Trajectory) -> None:
+    for seg in traj.segments:
+        codec.decode(seg.ids, skip_special_tokens=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=50)
@@ -68,8 +76,8 @@ def main() -> None:
 
     def worker(lend: bool) -> Callable[[Trajectory], None]:
         def one(traj: Trajectory) -> None:
-            traj._train_inputs = None
-            traj.train_inputs(memory=packer.lend if lend else None)
+            traj._train_inputs = traj._texts = None
+            traj.prepare(codec, memory=packer.lend if lend else None)
             message, _ = packer.pack(("done", 0, traj))
             traj._train_inputs = None
             header, _ = wire._header(message)
@@ -80,7 +88,7 @@ def main() -> None:
 
     messages = []
     for traj in trajectories:
-        traj.train_inputs(memory=packer.lend)
+        traj.prepare(codec, memory=packer.lend)
         messages.append(wire._header(packer.pack(("done", 0, traj))[0]))
         traj._train_inputs = None
 
@@ -100,10 +108,11 @@ def main() -> None:
         return one
 
     steps = [
-        ("worker: tensors made in the arena, message packed", worker(True)),
-        ("worker: tensors made apart, copied into the arena", worker(False)),
+        ("worker: texts and tensors made (these in the arena), message packed", worker(True)),
+        ("worker: texts and tensors made (these apart, then copied), message packed", worker(False)),
         ("caller: unpickled, images left undecoded", caller(False)),
         ("caller: unpickled, every image decoded", caller(True)),
+        ("slime hook before: segment texts decoded", lambda traj: decode_texts(codec, traj)),
     ]
     rows = [(name, best_ms(trajectories, one, args.rounds)) for name, one in steps]
     images = sum(len({id(p) for p in t.images}) for t in trajectories) / len(trajectories)
