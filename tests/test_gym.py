@@ -1,3 +1,5 @@
+import warnings
+
 import gymnasium
 import numpy as np
 import pytest
@@ -10,6 +12,18 @@ def test_registered_ids_exist_for_builtin_envs():
 
     assert "vlm_envs/Sokoban-v0" in gymnasium.registry
     assert "vlm_envs/Geo3k-v0" in gymnasium.registry
+
+
+def test_registering_an_env_again_keeps_its_id_quietly():
+    import vlm_envs
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spec = vlm_envs.register("sokoban", "vlm_envs.envs.sokoban")
+    assert spec.gym_id == "vlm_envs/Sokoban-v0" and gymnasium.registry[spec.gym_id].kwargs == {
+        "env": "sokoban"
+    }
+    assert [str(w.message) for w in caught] == []  # gymnasium warns when an id is overridden
 
 
 def test_third_party_env_through_gymnasium_make(third_party):

@@ -17,6 +17,8 @@ from vlm_envs.protocol import Env, Observation
 from vlm_envs.registry import EnvSpec, build_env, list_envs
 
 MAX_RESPONSE_CHARS = 1 << 20
+#: What every gymnasium id of ours makes: a :class:`GymEnv` of the env it names.
+GYM_ENTRY_POINT = "vlm_envs.gym:GymEnv"
 
 
 class TextSpace(spaces.Space[str]):
@@ -114,10 +116,14 @@ class GymEnv(gymnasium.Env):
 
 def register_gym_env(spec: EnvSpec) -> None:
     """Make ``spec`` reachable through ``gymnasium.make(spec.gym_id)``."""
+    kwargs = {"env": spec.name}
+    known = gymnasium.registry.get(spec.gym_id)
+    if known is not None and known.entry_point == GYM_ENTRY_POINT and known.kwargs == kwargs:
+        return  # already there: the id names our env, whose spec is looked up at make()
     gymnasium.register(
         id=spec.gym_id,
-        entry_point="vlm_envs.gym:GymEnv",
-        kwargs={"env": spec.name},
+        entry_point=GYM_ENTRY_POINT,
+        kwargs=kwargs,
         disable_env_checker=True,  # gymnasium's checker expects array observations; ours is check_env
     )
 
