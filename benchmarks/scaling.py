@@ -16,16 +16,16 @@ thread's CPU is its own column, since where the tensors' memory comes from decid
 freeing them costs.
 
 On the 2-core machine this was written on (no 16-core machine was lent), 3 runs per executor, medians
-(the ratio's range in brackets; this VM's sequential baseline alone varied from 1.04 to 1.50 ms per
-turn within one table):
+(the ratio's range in brackets; this VM's sequential baseline varies by up to half from one hour to
+the next; here it was about 0.9 ms per turn):
 
 | executor | turns/s | sequential x n | ratio | caller CPU / episode, ms | trainer, ms | longest stall, ms |
 |---|---|---|---|---|---|---|
-| in process | 578 | 862 | 0.67 (0.61-0.67) | 14.52 | 0.28 | 1056.3 |
-| local pool, 1 processes | 563 | 918 | 0.62 (0.61-0.66) | 0.99 | 0.17 | 24.3 |
-| local pool, 2 processes | 1095 | 1877 | 0.58 (0.56-0.64) | 0.84 | 0.17 | 37.5 |
-| Ray pool, 1 actors | 700 | 954 | 0.71 (0.66-0.80) | 1.15 | 0.11 | 10.7 |
-| Ray pool, 2 actors | 921 | 1751 | 0.52 (0.45-0.53) | 1.07 | 0.12 | 21.1 |
+| in process | 738 | 1114 | 0.65 (0.63-0.70) | 11.87 | 0.23 | 595.2 |
+| local pool, 1 processes | 711 | 1101 | 0.67 (0.65-0.69) | 0.81 | 0.17 | 27.7 |
+| local pool, 2 processes | 1348 | 2160 | 0.62 (0.59-0.67) | 0.66 | 0.14 | 31.9 |
+| Ray pool, 1 actors | 781 | 1075 | 0.69 (0.67-0.73) | 0.94 | 0.10 | 9.3 |
+| Ray pool, 2 actors | 918 | 2283 | 0.40 (0.36-0.42) | 0.95 | 0.12 | 29.2 |
 
 With n = cores the pool competes with the caller, Ray's own processes and the baseline for the same
 two cores, so only n <= cores - 1 is held to the 0.80 target, which is not met here. The ratio falls
