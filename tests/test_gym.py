@@ -16,13 +16,18 @@ def test_registered_ids_exist_for_builtin_envs():
 
 def test_registering_an_env_again_keeps_its_id_quietly():
     import vlm_envs
+    from vlm_envs import registry
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        spec = vlm_envs.register("sokoban", "vlm_envs.envs.sokoban")
-    assert spec.gym_id == "vlm_envs/Sokoban-v0" and gymnasium.registry[spec.gym_id].kwargs == {
-        "env": "sokoban"
-    }
+    first = vlm_envs.register("sokoban-again", "vlm_envs.envs.sokoban")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            again = vlm_envs.register("sokoban-again", "vlm_envs.envs.sokoban")
+        assert again.gym_id == first.gym_id
+        assert gymnasium.registry[again.gym_id].kwargs == {"env": "sokoban-again"}
+    finally:  # the registries are the process's: leave them as they were
+        registry._registered.pop("sokoban-again")
+        gymnasium.registry.pop(first.gym_id)
     assert [str(w.message) for w in caught] == []  # gymnasium warns when an id is overridden
 
 
