@@ -6,6 +6,8 @@ import gc
 import multiprocessing
 import os
 import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -184,3 +186,34 @@ def test_a_lent_region_never_sent_goes_back_with_its_last_view():
     gc.collect()
     assert arena.free_bytes == 1 << 20
     assert arena.lend(2 << 20) is None  # no room: the caller makes its tensor elsewhere
+
+
+LIMITED = """
+import asyncio, functools, resource
+resource.setrlimit(resource.RLIMIT_AS, (24 << 30, resource.RLIM_INFINITY))  # the workers inherit it
+from vlm_envs.rollout.episode import EpisodeConfig
+from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
+from vlm_envs.testing import ScriptedEngine, build_tiny_processor
+
+async def main(pool):
+    config = EpisodeConfig(max_turns=2)
+    job = EpisodeJob("sokoban", {"grid_size": (6, 6), "num_boxes": 1}, seed=0, config=config)
+    return await asyncio.gather(*(pool.run(job) for _ in range(4)))
+
+if __name__ == "__main__":
+    with EpisodeWorkers(4, build_tiny_processor(), functools.partial(ScriptedEngine, [[1, 2]])) as pool:
+        print(pool._spec.arena_bytes, *sorted({t.status.value for t in asyncio.run(main(pool))}))
+"""
+
+
+def test_under_a_limit_on_address_space_the_workers_arenas_share_a_quarter_of_it(tmp_path):
+    """Workers inherit their caller's ``RLIMIT_AS`` and the caller maps every worker's arena: at
+    the full size four would not fit in 24 GB, and the episodes of the workers whose arena the
+    caller could not map would fail."""
+    script = tmp_path / "limited.py"
+    script.write_text(LIMITED)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    size, *statuses = out.stdout.split()
+    assert int(size) == (24 << 30) // 4 // 4 < wire.ARENA_BYTES
+    assert set(statuses) <= {"completed", "truncated"}, statuses

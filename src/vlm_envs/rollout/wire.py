@@ -44,6 +44,9 @@ SHARED_MIN_BYTES = 64 << 10
 #: its own. Memory is taken as first used and kept for reuse, so the arena holds the most the caller
 #: has held of this worker's messages at once, and the next batch writes to pages already there.
 ARENA_BYTES = 8 << 30
+#: Under a limit on address space (``RLIMIT_AS``), the share of it that the arenas a caller maps
+#: (one per worker, beside its own memory) take together at most.
+ARENAS_SHARE_OF_ADDRESS_SPACE = 1 / 4
 _HEADER_LENGTH_BYTES = 4
 #: How long a :class:`Sender` being closed gets to send what is queued (seconds).
 SEND_TIMEOUT_S = 5.0
@@ -130,6 +133,19 @@ def split(obj: Any) -> tuple[bytes, list[pickle.PickleBuffer]]:
 def plain(obj: Any) -> bytes:
     """``obj`` as a message with every buffer in the pickle."""
     return _framed(dumps(obj), None)
+
+
+def arena_size(wanted: int, arenas: int = 1) -> int:
+    """``wanted`` bytes, or less under a limit on this process's address space that ``arenas`` of
+    them share."""
+    try:
+        import resource
+    except ImportError:  # not Unix: no such limit
+        return wanted
+    limit, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if limit == resource.RLIM_INFINITY:
+        return wanted
+    return min(wanted, max(int(limit * ARENAS_SHARE_OF_ADDRESS_SPACE / arenas), 1 << 20))
 
 
 class Packer:

@@ -27,7 +27,7 @@ from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.offload import INLINE
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.wire import SEND_TIMEOUT_S, Packer, Sender, plain
+from vlm_envs.rollout.wire import ARENA_BYTES, SEND_TIMEOUT_S, Packer, Sender, plain
 
 #: How long a stopping worker gets to finish before it is killed (seconds).
 STOP_TIMEOUT_S = SEND_TIMEOUT_S
@@ -62,6 +62,7 @@ class WorkerSpec:
     args: Any
     chat_template: str | None
     cache_bytes: int
+    arena_bytes: int = ARENA_BYTES  # the shared memory of its messages (a local worker's only)
 
 
 ALIVE = plain(("alive", 0, None))
@@ -79,7 +80,7 @@ def worker_main(conn: Connection, spec: WorkerSpec) -> None:
         sender.put(plain(("fatal", 0, f"{type(err).__name__}: {err}")))
         sender.close()
         return
-    packer = Packer()
+    packer = Packer(spec.arena_bytes)
     sender.put(*packer.greeting(("ready", 0, None)))
     # This process is ours: what it holds now (torch, transformers, the processor) lives as long as
     # it does, so full collections need not walk it with hundreds of episodes in flight.

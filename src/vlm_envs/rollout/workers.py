@@ -30,7 +30,7 @@ from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.handoff import Waiter
 from vlm_envs.rollout.slots import Slots
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.wire import Receiver, Sender
+from vlm_envs.rollout.wire import ARENA_BYTES, Receiver, Sender, arena_size
 from vlm_envs.rollout.worker_process import ALIVE_EVERY_S, STOP_TIMEOUT_S, EpisodeJob, WorkerSpec, worker_main
 
 __all__ = ["EpisodeJob", "EpisodeWorkers"]
@@ -65,7 +65,8 @@ class EpisodeWorkers:
         if stuck_after_s <= ALIVE_EVERY_S:
             raise ValueError(f"stuck_after_s must exceed {ALIVE_EVERY_S} s, got {stuck_after_s}")
         self.stuck_after_s = stuck_after_s
-        self._spec = WorkerSpec(processor, make_engine, args, chat_template, cache_bytes)
+        arena_bytes = arena_size(ARENA_BYTES, arenas=processes)  # the caller maps them all
+        self._spec = WorkerSpec(processor, make_engine, args, chat_template, cache_bytes, arena_bytes)
         self._ctx = multiprocessing.get_context("spawn")  # safe with threads, torch and a running loop
         self._workers: list[_Worker | None] = [None] * processes
         self._slots = Slots(processes, max_in_flight)
