@@ -49,8 +49,8 @@ def best_ms(trajectories: list[Trajectory], one: Callable[[Trajectory], None], r
 
 
 def decode_texts(codec: ChatCodec, traj: Trajectory) -> None:
-    for seg in traj.segments:
-        codec.decode(seg.ids, skip_special_tokens=False)
+    traj._texts = None  # made again, as the hook made them on its loop before the worker sent them
+    traj.segment_texts(codec)
 
 
 def main() -> None:

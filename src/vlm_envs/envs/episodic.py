@@ -18,6 +18,8 @@ from vlm_envs.protocol import Env, EpisodeFinishedError
 
 
 class EpisodeState(Protocol):
+    """What the frame reads of an env's episode object."""
+
     done: bool
 
     @property
