@@ -45,7 +45,6 @@ CASES = [
     (Fault("too_many_tokens", size=5007), 1, {}, Status.TRUNCATED, "(at most max_new_tokens): 5007 tokens"),
     (Fault("huge_body"), 1, {}, Status.FAILED, "(a body of at most"),
     # slow replies: every request until cleared, so that no attempt of the turn can get a prompt reply
-    # (with 3 queued, one CI run saw a turn answered at once: some request had taken a fault)
     (Fault("drip", seconds=0.05), EVERY, QUICK, Status.FAILED, "no complete reply within turn_timeout=1.5 s"),
     (Fault("delay", seconds=5.0), EVERY, QUICK, Status.FAILED, "no complete reply within turn_timeout=1.5 s"),
     (Fault("stall", seconds=5.0), EVERY, {**QUICK, "turn_timeout": 30.0}, Status.FAILED, "no progress"),

@@ -29,6 +29,8 @@ from vlm_envs.rollout.image_uris import image_data_uri
 from vlm_envs.rollout.images import image_digest
 from vlm_envs.testing import Fault
 
+EVERY = 1000  # faults queued: more requests than any case sends
+
 
 @pytest.fixture(autouse=True)
 def no_leftover_faults(sglang_server):
@@ -169,6 +171,28 @@ def test_the_turn_deadline_ends_a_silent_or_dripping_server(sglang_server, promp
             )
         )
     assert len(sglang_server.requests) - before == 1  # the turn's time was spent on one attempt
+
+
+def test_a_fast_drip_ends_at_the_turn_deadline_not_when_its_body_is_done(sglang_server, prompt):
+    """A byte every half millisecond: a read often completes in the loop step that the turn's
+    deadline cancels it (asyncio.wait_for up to Python 3.11 then kept the read and lost the cancel,
+    and the turn lasted until the whole body, seconds, had come)."""
+    _, enc = prompt
+    sglang_server.inject(Fault("drip", seconds=0.0005), times=EVERY)
+    params = {"max_new_tokens": 64, "ignore_eos": True}  # a body of a few KB: seconds of dripping
+    for _ in range(5):
+        with pytest.raises(EngineTimeout, match=r"turn_timeout=0\.2 s"):
+            run(
+                generate(
+                    sglang_server.url,
+                    enc.ids,
+                    enc.pil_images,
+                    params,
+                    read_timeout=0.1,
+                    turn_timeout=0.2,
+                    max_retries=0,
+                )
+            )
 
 
 def test_a_body_over_the_cap_fails_without_retry(sglang_server, prompt):

@@ -15,12 +15,21 @@ import json
 import math
 import numbers
 import random
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
 
 import aiohttp
 
 from vlm_envs.rollout.image_uris import ImageInput, image_data_uri
+
+# A deadline that cancels the task itself. Not asyncio.wait_for: up to Python 3.11, a wait_for whose
+# inner read completes in the loop step that cancels it returns the read and drops the cancel, so
+# a server dripping bytes kept a turn alive past turn_timeout until its whole body had come.
+if sys.version_info >= (3, 11):
+    from asyncio import timeout as _deadline
+else:  # aiohttp installs async-timeout below Python 3.11
+    from async_timeout import timeout as _deadline
 
 FinishReason = Literal["stop", "length", "abort"]
 
@@ -313,7 +322,8 @@ class SGLangEngine:
     async def _post(self, payload: dict[str, Any]) -> Any:
         errors: list[TransientEngineError] = []  # filled by _attempts, read here if the turn runs out
         try:
-            return await asyncio.wait_for(self._attempts(payload, errors), self.turn_timeout)
+            async with _deadline(self.turn_timeout):
+                return await self._attempts(payload, errors)
         except asyncio.TimeoutError:  # every timeout inside is an EngineError: this is the turn's
             last = f"; last error: {errors[-1]}" if errors else ""
             raise EngineTimeout(
@@ -380,7 +390,8 @@ class SGLangEngine:
     async def _read(self, read: Any) -> bytes:
         """Await one read of the body; no progress for ``read_timeout`` fails the attempt."""
         try:
-            return await asyncio.wait_for(read, self.read_timeout)
+            async with _deadline(self.read_timeout):
+                return await read
         except asyncio.TimeoutError:
             raise EngineTimeout(
                 f"{self.name}: the reply made no progress for read_timeout={self.read_timeout:g} s"

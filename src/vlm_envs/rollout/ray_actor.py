@@ -69,7 +69,7 @@ class EpisodeActor:
         """The episodes finished since the last call; waits for one, then :data:`LINGER_S` for more."""
         wake = self._wake()
         await wake.wait()
-        with contextlib.suppress(TimeoutError):
+        with contextlib.suppress(asyncio.TimeoutError):  # TimeoutError's alias from 3.11
             await asyncio.wait_for(self._full(), LINGER_S)
         batch, self.finished, self.finished_bytes = self.finished, [], 0
         wake.clear()
