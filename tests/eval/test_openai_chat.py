@@ -11,6 +11,7 @@ import asyncio
 import base64
 import io
 import json
+import re
 import socket
 import threading
 from collections import deque
@@ -23,7 +24,13 @@ from aiohttp import web
 from PIL import Image
 
 from vlm_envs.eval import EvalConfig, PolicyOptions, run_eval
-from vlm_envs.eval.openai_chat import ChatError, parse_reply, reply_text, to_openai_messages
+from vlm_envs.eval.openai_chat import (
+    ChatError,
+    OpenAIChatClient,
+    parse_reply,
+    reply_text,
+    to_openai_messages,
+)
 
 
 class RecordingChatServer:
@@ -31,7 +38,7 @@ class RecordingChatServer:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        self.answers: deque[tuple[int, dict[str, Any]]] = deque()
+        self.answers: deque[tuple[int, Any]] = deque()
         self.loop = asyncio.new_event_loop()
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
@@ -58,6 +65,8 @@ class RecordingChatServer:
     async def _complete(self, request: web.Request) -> web.Response:
         self.requests.append(await request.json())
         status, body = self.answers.popleft()
+        if isinstance(body, bytes):  # sent as it is
+            return web.Response(body=body, status=status, content_type="application/json")
         return web.json_response(body, status=status)
 
     def stop(self) -> None:
@@ -176,3 +185,102 @@ def test_reply_text_keeps_broken_arguments_and_rejects_malformed_replies() -> No
     for body in ({}, {"choices": []}, {"choices": [{"nomessage": 1}]}, []):
         with pytest.raises(ChatError):
             parse_reply(body)
+
+
+def _complete(server: RecordingChatServer, **client_kwargs: Any) -> Any:
+    async def main() -> Any:
+        client = OpenAIChatClient(server.url, "m", backoff=0.01, **client_kwargs)
+        try:
+            return await client.complete([{"role": "user", "content": "hi"}], {})
+        finally:
+            await client.close()
+
+    return asyncio.run(main())
+
+
+def _choice(message: Any) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+
+
+MALFORMED = [
+    # (the server's body, what the error says)
+    ({"choices": []}, "no 'choices' list with a first choice"),
+    ({"choices": [[1]]}, "choices[0] has no 'message' object"),
+    (_choice("hi"), "choices[0] has no 'message' object"),
+    (_choice({"content": 5}), "message.content is of type int"),
+    (_choice({"content": ["a", "b"]}), "message.content is a list holding non-objects"),
+    (_choice({"content": "", "tool_calls": "call"}), "message.tool_calls is of type str"),
+    (_choice({"content": "", "tool_calls": [5]}), "message.tool_calls is a list holding non-objects"),
+    (
+        _choice({"content": "", "tool_calls": [{"function": 5}]}),
+        "message.tool_calls[0].function is of type int",
+    ),
+    (b'{"choices": [', "replied with invalid JSON"),
+    (b'{"choices": "\xff\xfe"}', "replied with invalid JSON"),  # not UTF-8
+    (b"[" * 100_000 + b"]" * 100_000, "replied with invalid JSON"),  # nested past the decoder's depth
+]
+
+
+@pytest.mark.parametrize(("body", "error"), MALFORMED, ids=lambda c: str(c)[:40])
+def test_a_reply_that_is_not_a_chat_completion_fails_at_once_naming_what_is_wrong(
+    server: RecordingChatServer, body: Any, error: str
+) -> None:
+    server.answers.extend([(200, body)] * 3)
+    with pytest.raises(ChatError, match=re.escape(error)):
+        _complete(server, max_retries=2)
+    assert len(server.requests) == 1  # a malformed reply is not retried
+
+
+def test_an_episode_whose_server_replies_malformed_fails_and_the_run_goes_on(
+    server: RecordingChatServer, tmp_path: Path
+) -> None:
+    server.answers.extend(
+        [(200, _choice({"content": {"text": "hi"}})), (200, _completion("<answer>Up</answer>"))]
+    )
+    out = tmp_path / "run"
+    options = PolicyOptions(model="m", max_retries=0)
+    config = EvalConfig(
+        env="sokoban",
+        policy=f"openai:{server.url}",
+        n=2,
+        out=out,
+        options=options,
+        max_turns=1,
+        concurrency=1,
+    )
+    summary = run_eval(config)
+    first, second = (json.loads(line) for line in (out / "results.jsonl").read_text().splitlines())
+    assert first["status"] == "failed" and "message.content is of type dict" in first["error"]
+    assert second["status"] != "failed" and summary["status_counts"]["failed"] == 1
+
+
+def test_usage_and_finish_reason_that_are_not_what_they_name_are_dropped(server: RecordingChatServer) -> None:
+    body = {
+        "choices": [{"message": {"content": "hi"}, "finish_reason": {"type": "stop"}}],
+        "usage": {"prompt_tokens": "many", "completion_tokens": -3},
+    }
+    server.answers.extend([(200, body), (200, {**body, "usage": "lots"})])
+    for _ in range(2):
+        reply = _complete(server)
+        assert (reply.text, reply.finish_reason, reply.prompt_tokens, reply.completion_tokens) == (
+            "hi",
+            None,
+            None,
+            None,
+        )
+
+
+def test_a_body_over_the_cap_fails_without_being_read_on_or_retried(server: RecordingChatServer) -> None:
+    server.answers.extend([(200, _completion("x" * 20_000))] * 3)
+    with pytest.raises(ChatError, match=r"more than max_body_bytes=4096 bytes"):
+        _complete(server, max_body_bytes=4096, max_retries=2)
+    assert len(server.requests) == 1
+    server.answers.clear()
+    server.answers.append((200, _completion("x" * 20_000)))
+    assert _complete(server).text == "x" * 20_000  # the default cap is far above a completion
+
+
+def test_tool_call_arguments_nested_past_the_decoders_depth_reach_the_env_as_written() -> None:
+    deep = "[" * 100_000
+    message = {"content": "", "tool_calls": [{"function": {"name": "calc_score", "arguments": deep}}]}
+    assert json.loads(reply_text(message).split("\n")[1])["arguments"] == deep

@@ -22,6 +22,9 @@ from vlm_envs.imaging import png_data_uri
 
 # HTTP statuses worth retrying: request timeout, rate limiting, and every server error.
 _RETRY_STATUSES = frozenset({408, 409, 429})
+#: The most bytes a reply body may hold: a completion of tens of thousands of tokens with their
+#: log probs fits many times over; a server streaming without end does not exhaust memory.
+DEFAULT_MAX_BODY_BYTES = 64 << 20
 
 
 class ChatError(Exception):
@@ -85,43 +88,80 @@ def to_openai_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, 
 
 
 def reply_text(message: Mapping[str, Any]) -> str:
-    """The text an env sees for an assistant message: its content, then its tool calls in Hermes form."""
-    text = message.get("content") or ""
-    if not isinstance(text, str):  # some servers answer content parts
-        text = "".join(p.get("text", "") for p in text if isinstance(p, Mapping))
+    """The text an env sees for an assistant message (as :func:`parse_reply` checked it): its
+    content, then its tool calls in Hermes form."""
+    content = message.get("content") or ""
+    text = content if isinstance(content, str) else "".join(_part_text(p) for p in content)
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
         arguments: Any = function.get("arguments", "{}")
         # broken JSON arguments reach the env as the model wrote them
-        with contextlib.suppress(json.JSONDecodeError):
+        with contextlib.suppress(ValueError, RecursionError):
             arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
         body = json.dumps({"name": function.get("name"), "arguments": arguments}, ensure_ascii=False)
         text += f"<tool_call>\n{body}\n</tool_call>"
     return text
 
 
+def _part_text(part: Mapping[str, Any]) -> str:
+    text = part.get("text")
+    return text if isinstance(text, str) else ""
+
+
 def parse_reply(body: Any) -> ChatReply:
-    """A :class:`ChatReply` from a decoded ``chat.completion`` object; :class:`ChatError` if malformed."""
-    try:
-        choice = body["choices"][0]
-        message = dict(choice["message"])
-        usage = body.get("usage") or {}
-    except (KeyError, IndexError, TypeError) as err:
-        raise ChatError(f"malformed chat completion ({type(err).__name__}: {err})") from err
+    """A :class:`ChatReply` from a decoded ``chat.completion`` object; :class:`ChatError` naming
+    what is wrong if its shape is not one (a server's reply is checked like a model's output).
+    Token counts that are not counts, and a finish reason that is not a string, become ``None``."""
+    choices = body.get("choices") if isinstance(body, Mapping) else None
+    if not isinstance(choices, list) or not choices:
+        raise _malformed("no 'choices' list with a first choice")
+    choice = choices[0]
+    if not isinstance(choice, Mapping) or not isinstance(choice.get("message"), Mapping):
+        raise _malformed("choices[0] has no 'message' object")
+    message = dict(choice["message"])
+    content = message.get("content")
+    if not (content is None or isinstance(content, str) or _all_objects(content)):
+        raise _malformed(f"message.content is {_kind(content)}, not a string or a list of parts")
+    calls = message.get("tool_calls")
+    if calls is not None and not _all_objects(calls):
+        raise _malformed(f"message.tool_calls is {_kind(calls)}, not a list of objects")
+    for i, call in enumerate(calls or []):
+        if not isinstance(call.get("function") or {}, Mapping):
+            raise _malformed(f"message.tool_calls[{i}].function is {_kind(call['function'])}, not an object")
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
+    finish = choice.get("finish_reason")
     return ChatReply(
         text=reply_text(message),
         message=message,
-        finish_reason=choice.get("finish_reason"),
-        prompt_tokens=usage.get("prompt_tokens"),
-        completion_tokens=usage.get("completion_tokens"),
+        finish_reason=finish if isinstance(finish, str) else None,
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
     )
+
+
+def _malformed(what: str) -> ChatError:
+    return ChatError(f"malformed chat completion: {what}")
+
+
+def _all_objects(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)
+
+
+def _kind(value: Any) -> str:
+    return "a list holding non-objects" if isinstance(value, list) else f"of type {type(value).__name__}"
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 class OpenAIChatClient:
     """Pooled async chat client with per-request timeouts and jittered exponential backoff.
 
     Connection errors, timeouts, 5xx, 408, 409 and 429 are retried up to ``max_retries`` times;
-    other answers fail at once.
+    other answers fail at once, and so does a body over ``max_body_bytes`` or one that is not a
+    chat completion.
     """
 
     def __init__(
@@ -134,8 +174,10 @@ class OpenAIChatClient:
         max_retries: int = 4,
         backoff: float = 0.5,
         max_backoff: float = 16.0,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.max_body_bytes = max_body_bytes
         self.model = model
         self.timeout = timeout
         self.max_retries = max_retries
@@ -190,13 +232,14 @@ class OpenAIChatClient:
                 async with self._get_session().post(
                     url, data=data, timeout=aiohttp.ClientTimeout(total=self.timeout)
                 ) as resp:
-                    body = await resp.text()
+                    body = await self._read_body(resp, url)
                     if resp.status == 200:
                         try:
                             return json.loads(body)
-                        except json.JSONDecodeError as err:
+                        except (ValueError, RecursionError) as err:  # bad JSON or UTF-8, or too deep
                             raise ChatError(f"{url} replied with invalid JSON: {err}") from err
-                    last = f"{url} answered HTTP {resp.status}: {body[:300]}"
+                    excerpt = body[:300].decode("utf-8", errors="replace")
+                    last = f"{url} answered HTTP {resp.status}: {excerpt}"
                     if resp.status < 500 and resp.status not in _RETRY_STATUSES:
                         raise ChatError(last)
             except asyncio.TimeoutError:
@@ -204,3 +247,14 @@ class OpenAIChatClient:
             except aiohttp.ClientError as err:
                 last = f"{url}: {type(err).__name__}: {err}"
         raise ChatError(f"{last} (after {self.max_retries + 1} attempts)")
+
+    async def _read_body(self, resp: aiohttp.ClientResponse, url: str) -> bytes:
+        """The whole body; :class:`ChatError` past ``max_body_bytes``, without reading on."""
+        chunks, size = [], 0
+        while chunk := await resp.content.readany():
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                resp.close()  # drop the connection rather than drain the rest
+                raise ChatError(f"{url} replied with more than max_body_bytes={self.max_body_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
