@@ -89,3 +89,16 @@ def sglang_server(tiny_engine: TinyEngine) -> Iterator[SGLangTestServer]:
 
     with SGLangTestServer(tiny_engine) as server:
         yield server
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_faults(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test's scripted replies and faults are its own: one whose episode ends before it has used
+    them all (a puzzle solved in fewer turns than scripted) leaves none for the next test."""
+    if "sglang_server" not in request.fixturenames:
+        yield
+        return
+    server = request.getfixturevalue("sglang_server")
+    server.clear_faults()
+    yield
+    server.clear_faults()

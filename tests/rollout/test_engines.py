@@ -32,13 +32,6 @@ from vlm_envs.testing import Fault
 EVERY = 1000  # faults queued: more requests than any case sends
 
 
-@pytest.fixture(autouse=True)
-def no_leftover_faults(sglang_server):
-    sglang_server.clear_faults()
-    yield
-    sglang_server.clear_faults()
-
-
 @pytest.fixture(scope="module")
 def prompt(tiny_engine):
     codec = ChatCodec(tiny_engine.processor)

@@ -172,7 +172,11 @@ class RefusingSample(Sample):
 def test_a_sample_that_refuses_the_data_fails_cleanly(served):
     server, codec = served
     args = slime_args(server, rollout_interaction_env_path="sokoban", max_turns=2)
-    sample = RefusingSample(index=8, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}})
+    # a level that "Up" does not solve: the refused observation after it must come (an unseeded
+    # level, solved by that one move about once in 45, ended the episode before it)
+    sample = RefusingSample(
+        index=8, group_index=2, metadata={"env_config": {"grid_size": [6, 6], "num_boxes": 1}}
+    )
     script(server, codec, "<answer>Up</answer>", "<answer>Down</answer>")
     run(args, sample)
     assert sample.status is Sample.Status.FAILED and sample.reward == 0.0
