@@ -187,6 +187,20 @@ def test_unknown_and_conflicting_config_is_rejected():
         build_env("sokoban", render_mode="3d")
 
 
+def test_a_board_too_big_to_generate_or_render_is_rejected_at_once():
+    """A dataset row's env_config is input too: a 100000x100000 grid asked for 10 GB and hung."""
+    with pytest.raises(ValueError, match="at most 64 cells a side, got 100000x100000"):
+        build_env("sokoban", grid_size=(100_000, 100_000))
+    with pytest.raises(ValueError, match="a 64x64 board at cell_size=256 renders 16384 pixels a side"):
+        build_env("sokoban", grid_size=(64, 64), cell_size=256)
+    wide = "#" * 200 + "\n#@$." + " " * 195 + "#\n" + "#" * 200  # a given level is bounded by its image
+    with pytest.raises(ValueError, match="a 3x200 board at cell_size=28 renders 5600 pixels"):
+        build_env("sokoban", level=wide)
+    build_env("sokoban", level=wide, render_mode="text").reset()  # no image: its own size is the bound
+    obs, _ = build_env("sokoban", grid_size=(64, 64)).reset(seed=0)  # the largest grid still plays
+    assert obs.images[0].size == (64 * 28, 64 * 28)
+
+
 def test_slime_row_loads_from_sample_metadata_with_numpy_values():
     grid = np.array([np.array(row) for row in [[0] * 6, [0, 1, 1, 1, 2, 0], [0, 1, 1, 1, 1, 0], [0] * 6]])
     env_config = {

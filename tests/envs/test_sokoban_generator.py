@@ -49,6 +49,8 @@ def test_impossible_range_raises_a_clear_error():
         {"num_boxes": 0},
         {"wall_fraction": 1.0},
         {"min_moves": 9, "max_moves": 3},
+        {"rows": 65},
+        {"cols": 10**9},
     ],
 )
 def test_bad_difficulty_is_rejected(kwargs):

@@ -28,6 +28,11 @@ def _plain(value: Any) -> Any:
     return value
 
 
+#: The most pixels a side of a rendered board may have: above what a Qwen-VL processor keeps
+#: (its default ``max_pixels`` is about 3,584 squared), and 50 MB of RGB.
+MAX_IMAGE_SIDE = 4096
+
+
 class SokobanConfig(BaseModel):
     """Everything that defines a Sokoban episode besides the seed."""
 
@@ -68,8 +73,16 @@ class SokobanConfig(BaseModel):
             raise ValueError("initial_base_grid, initial_boxes and initial_player must be given together")
         if self.level is not None and given[0] is not None:
             raise ValueError("give either level or initial_base_grid/initial_boxes/initial_player, not both")
-        if self.given_level() is None:  # a malformed level or grid is a config error, raised here
+        level = self.given_level()  # a malformed level or grid is a config error, raised here
+        rows, cols = self.grid_size if level is None else (level[0].rows, level[0].cols)
+        if level is None:
             self.difficulty()
+        side = max(rows, cols) * self.cell_size
+        if self.shows_image and side > MAX_IMAGE_SIDE:
+            raise ValueError(
+                f"a {rows}x{cols} board at cell_size={self.cell_size} renders {side} pixels a side, over "
+                f"{MAX_IMAGE_SIDE}: lower cell_size or the board"
+            )
         return self
 
     def given_level(self) -> tuple[Layout, State] | None:

@@ -24,6 +24,9 @@ _TURN_PROBABILITY = 0.35
 _PULL_PROBABILITY = 0.8
 #: Heuristic weight of the search that tightens the bound of levels too big to solve exactly.
 _BOUND_WEIGHT = 3.0
+#: The most cells a generated grid has a side (border wall included): levels people solve stay near
+#: 20, and a grid's memory and generation time grow with its area.
+MAX_GRID_SIDE = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +43,8 @@ class Difficulty:
     max_attempts: int = 200
 
     def __post_init__(self) -> None:
+        if max(self.rows, self.cols) > MAX_GRID_SIDE:
+            raise ValueError(f"a grid has at most {MAX_GRID_SIDE} cells a side, got {self.rows}x{self.cols}")
         interior = (self.rows - 2) * (self.cols - 2)
         if self.rows < 3 or self.cols < 3 or interior < self.num_boxes + 2 or self.num_boxes < 1:
             raise ValueError(
