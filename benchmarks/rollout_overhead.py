@@ -192,7 +192,9 @@ async def drive(
     Each trajectory then goes to a "trainer" thread that keeps them until it has ``batch`` of them
     (slime trains on a whole rollout batch), then reads one float per page of each one's
     ``pixel_values`` and drops them, as a trainer would use and free them. ``caller_cpu`` is the
-    CPU of this process over the run without that thread's, which is ``trainer_cpu``.
+    CPU of this process over the run without that thread's, which is ``trainer_cpu``; ``loop_cpu``
+    is the part of it spent on this loop's thread (the rest: a pool's reader and writer threads,
+    Ray's driver threads).
     """
     gc.collect()
     gc.freeze()  # long-lived objects (model code, processor) out of the collector's way, as a trainer would
@@ -222,10 +224,11 @@ async def drive(
         trainer.take(traj)
 
     beat = asyncio.create_task(heartbeat())
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, loop_cpu = time.perf_counter(), time.process_time(), time.thread_time()
     await asyncio.gather(*(one(seed) for seed in range(episodes)))
     trainer_cpu = trainer.finish()
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    loop_cpu = time.thread_time() - loop_cpu
     done.set()
     await beat
     gc.unfreeze()
@@ -234,6 +237,7 @@ async def drive(
         "wall": wall,
         "max_stall_ms": max(gaps) * 1e3,
         "caller_cpu": cpu - trainer_cpu,
+        "loop_cpu": loop_cpu,
         "trainer_cpu": trainer_cpu,
     }
 
