@@ -17,23 +17,26 @@ freeing them costs.
 
 On the 2-core machine this was written on (no 16-core machine was lent), 3 runs per executor, medians
 (the ratio's range in brackets; this VM's sequential baseline varies by up to half from one hour to
-the next; here it was about 0.9 ms per turn):
+the next; here it was about 1.0 ms per turn). The caller's CPU comes with the part of it spent on
+its event loop's thread in brackets; the rest is the pool's reader and writer threads (Ray's
+driver threads for Ray):
 
-| executor | turns/s | sequential x n | ratio | caller CPU / episode, ms | trainer, ms | longest stall, ms |
+| executor | turns/s | sequential x n | ratio | caller CPU/episode, ms (loop) | trainer, ms | max stall, ms |
 |---|---|---|---|---|---|---|
-| in process | 738 | 1114 | 0.65 (0.63-0.70) | 11.87 | 0.23 | 595.2 |
-| local pool, 1 processes | 711 | 1101 | 0.67 (0.65-0.69) | 0.81 | 0.17 | 27.7 |
-| local pool, 2 processes | 1348 | 2160 | 0.62 (0.59-0.67) | 0.66 | 0.14 | 31.9 |
-| Ray pool, 1 actors | 781 | 1075 | 0.69 (0.67-0.73) | 0.94 | 0.10 | 9.3 |
-| Ray pool, 2 actors | 918 | 2283 | 0.40 (0.36-0.42) | 0.95 | 0.12 | 29.2 |
+| in process | 641 | 1019 | 0.62 (0.60-0.63) | 13.06 (2.64) | 0.22 | 878.3 |
+| local pool, 1 processes | 683 | 1035 | 0.68 (0.65-0.75) | 0.79 (0.25) | 0.16 | 19.6 |
+| local pool, 2 processes | 1191 | 1992 | 0.60 (0.55-0.64) | 0.87 (0.22) | 0.21 | 23.6 |
+| Ray pool, 1 actors | 717 | 903 | 0.79 (0.70-0.82) | 1.09 (0.22) | 0.11 | 10.4 |
+| Ray pool, 2 actors | 1002 | 1891 | 0.53 (0.45-0.59) | 0.98 (0.18) | 0.11 | 23.9 |
 
 With n = cores the pool competes with the caller, Ray's own processes and the baseline for the same
 two cores, so only n <= cores - 1 is held to the 0.80 target, which is not met here. The ratio falls
 with the number of episodes in flight (one local worker, single runs: 0.92 with 100, 0.80 with 500,
 0.76 with 2,000): the worker's garbage collector walks every live episode (1.4% of its CPU with 100
-in flight, 5.7% with 2,000). The caller's CPU is mostly unpickling the trajectory record and the
-threads' wake-ups (``benchmarks/handoff.py`` gives the unpickling alone: about 0.12 ms on an idle core,
-twice that beside a busy one); the 0.3 ms target is not met.
+in flight, 5.7% with 2,000). Of the local pool's caller CPU, about 0.2 ms per episode is on the
+loop (its wake-ups and the executor's bookkeeping) and 0.55-0.65 ms on the reader thread, mostly
+unpickling the trajectory (``benchmarks/handoff.py`` gives the unpickling alone: about 0.12 ms on an
+idle core, twice that beside a busy one); the 0.3 ms target is not met.
 
 ``--batch 500`` has the trainer keep 500 trajectories before it reads and drops them, as slime keeps
 a rollout batch. Local pool, 1 process, 2 runs, medians: 611 turns/s, ratio 0.73 (0.61-0.85),
