@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import io
 import json
 import re
@@ -284,3 +285,32 @@ def test_tool_call_arguments_nested_past_the_decoders_depth_reach_the_env_as_wri
     deep = "[" * 100_000
     message = {"content": "", "tool_calls": [{"function": {"name": "calc_score", "arguments": deep}}]}
     assert json.loads(reply_text(message).split("\n")[1])["arguments"] == deep
+
+
+def test_the_reachability_check_does_not_read_a_models_list_without_end() -> None:
+    """``/models`` answering with a body that never ends: the server answered, the run starts."""
+
+    async def endless(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        with contextlib.suppress(ConnectionError):
+            while True:
+                await response.write(b"x" * (1 << 20))
+        return response
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_get("/v1/models", endless)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        await web.SockSite(runner, sock).start()
+        client = OpenAIChatClient(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", "m")
+        try:
+            await client.check_reachable(timeout=5.0)  # the old read of the body ran out this timeout
+        finally:
+            await client.close()
+            await runner.cleanup()
+
+    asyncio.run(main())

@@ -205,7 +205,7 @@ class OpenAIChatClient:
             async with self._get_session().get(
                 self.base_url + "/models", timeout=aiohttp.ClientTimeout(total=timeout)
             ) as resp:
-                await resp.read()
+                resp.close()  # the status line is the answer; the body, of any size, is not read
         except (aiohttp.ClientError, asyncio.TimeoutError) as err:
             raise ChatError(f"cannot reach {self.base_url}: {type(err).__name__}: {err}") from err
 
