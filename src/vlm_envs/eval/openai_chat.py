@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 
+from vlm_envs.eval.reachable import unreachable
 from vlm_envs.imaging import png_data_uri
 
 # HTTP statuses worth retrying: request timeout, rate limiting, and every server error.
@@ -201,13 +202,9 @@ class OpenAIChatClient:
 
     async def check_reachable(self, timeout: float = 10.0) -> None:
         """Raise :class:`ChatError` if nothing answers HTTP at the base URL (any status counts)."""
-        try:
-            async with self._get_session().get(
-                self.base_url + "/models", timeout=aiohttp.ClientTimeout(total=timeout)
-            ) as resp:
-                resp.close()  # the status line is the answer; the body, of any size, is not read
-        except (aiohttp.ClientError, asyncio.TimeoutError) as err:
-            raise ChatError(f"cannot reach {self.base_url}: {type(err).__name__}: {err}") from err
+        why = await unreachable(self._get_session(), self.base_url + "/models", timeout)
+        if why is not None:
+            raise ChatError(f"cannot reach {self.base_url}: {why}")
 
     async def complete(
         self,

@@ -15,6 +15,7 @@ import aiohttp
 from vlm_envs.eval.balance import LeastInFlight
 from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions
 from vlm_envs.eval.processors import load_processor
+from vlm_envs.eval.reachable import unreachable
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout.codec import ChatCodec
@@ -115,11 +116,9 @@ class SGLangPolicy(Policy):
         self.codec = ChatCodec(processor)
         async with aiohttp.ClientSession() as session:
             for url in self.urls:  # every server must answer before the run starts
-                try:
-                    async with session.get(url + "/health", timeout=aiohttp.ClientTimeout(total=10)) as resp:
-                        await resp.read()
-                except (aiohttp.ClientError, asyncio.TimeoutError) as err:
-                    raise PolicyError(f"cannot reach {url}: {type(err).__name__}: {err}") from err
+                why = await unreachable(session, url + "/health")
+                if why is not None:
+                    raise PolicyError(f"cannot reach {url}: {why}")
 
     async def close(self) -> None:
         await self.engine.close()
