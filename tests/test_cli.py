@@ -57,6 +57,11 @@ def test_list_names_each_env_with_description_and_distribution(capsys: pytest.Ca
         (["eval", "sokoban", "--policy", "solver", "--config", "grid_size=9"], "rejects its config"),
         (["eval", "sokoban", "--policy", "solver", "--config", "nonsense"], "KEY=VALUE"),
         (["eval", "sokoban", "--policy", "solver", "-n", "0"], "-n must be at least 1"),
+        (["eval", "sokoban", "--policy", "solver", "--seed", "-5"], "--seed must keep the episodes' seeds"),
+        (
+            ["eval", "sokoban", "--policy", "solver", "-n", "2", "--seed", str(2**64 - 1)],
+            "got 18446744073709551615",
+        ),
         (["play", "no-such-env"], "unknown env"),
         (["make-dataset", "no-such-env", "-n", "2", "--out", "x.parquet"], "unknown env"),
     ],

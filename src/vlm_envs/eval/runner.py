@@ -25,6 +25,7 @@ from vlm_envs.eval.policy_kinds import build_policy
 from vlm_envs.eval.progress import Progress
 from vlm_envs.eval.records import json_safe, write_frames
 from vlm_envs.eval.summary import summarize
+from vlm_envs.protocol import SEED_LIMIT
 from vlm_envs.registry import EnvLoadError, UnknownEnvError
 
 __all__ = ["EvalConfig", "EvalError", "RayPlacement", "make_env", "read_results", "recorded_run", "run_eval"]
@@ -143,6 +144,8 @@ def _check(config: EvalConfig, policy: Policy) -> None:
     """Fail early on a bad env, env config or policy/env mismatch."""
     if config.n < 1:
         raise EvalError(f"-n must be at least 1, got {config.n}")
+    if not (config.seed >= 0 and config.seed + config.n <= SEED_LIMIT):
+        raise EvalError(f"--seed must keep the episodes' seeds (seed + i) in [0, 2**64), got {config.seed}")
     if config.concurrency < 1:
         raise EvalError(f"--concurrency must be at least 1, got {config.concurrency}")
     if config.max_turns is not None and config.max_turns < 1:
