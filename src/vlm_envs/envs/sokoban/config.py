@@ -74,9 +74,11 @@ class SokobanConfig(BaseModel):
         if self.level is not None and given[0] is not None:
             raise ValueError("give either level or initial_base_grid/initial_boxes/initial_player, not both")
         level = self.given_level()  # a malformed level or grid is a config error, raised here
-        rows, cols = self.grid_size if level is None else (level[0].rows, level[0].cols)
         if level is None:
             self.difficulty()
+            rows, cols = self.grid_size
+        else:
+            rows, cols = level[0].rows, level[0].cols
         side = max(rows, cols) * self.cell_size
         if self.shows_image and side > MAX_IMAGE_SIDE:
             raise ValueError(
