@@ -137,7 +137,6 @@ def test_a_driver_killed_mid_run_resumes_with_nothing_lost_or_repeated(
     argv += [*SOKOBAN_TEXT, "-n", str(n), "--concurrency", "4", "--out", str(out), "--quiet"]
     argv += ["--ray", ray_cluster, *ACTORS]
     idle = _settled_free_cpus()
-    sglang_server.clear_faults()
     sglang_server.inject(Fault("delay", seconds=0.3), times=10_000)  # a slow model: the kill lands mid-run
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "tests" / "support")])}
     driver = subprocess.Popen([sys.executable, "-m", "vlm_envs.cli", *argv], env=env, cwd=tmp_path)

@@ -91,7 +91,6 @@ def test_the_hooks_actors_run_on_both_nodes(ray_cluster, served):
 
 def test_slimes_abort_reaches_episodes_on_actors(ray_cluster, served):
     server, codec = served
-    server.clear_faults()
     stay = (*codec.tokenize("<answer>Jump</answer>"), codec.end_of_turn_id)  # not a move: nothing changes
     server.inject(Fault("tokens", token_ids=stay), times=10_000)
     long_play = {"env_config": {**SOKOBAN["env_config"], "max_steps": 1000}}
@@ -111,10 +110,7 @@ def test_slimes_abort_reaches_episodes_on_actors(ray_cluster, served):
         finally:
             await hook.close()
 
-    try:
-        out = asyncio.run(main())
-    finally:
-        server.clear_faults()
+    out = asyncio.run(main())
     for sample in out:
         record = sample.metadata["vlm_envs"]
         assert sample.status is Sample.Status.ABORTED, record["error"]

@@ -7,7 +7,7 @@ import asyncio
 
 import numpy as np
 import pytest
-from rollout_helpers import assert_trainer_invariants, script
+from rollout_helpers import EVERY, assert_trainer_invariants, script
 
 from vlm_envs import build_env
 from vlm_envs.rollout.engines import EngineOutput, SGLangEngine, TransientEngineError
@@ -17,7 +17,6 @@ from vlm_envs.testing import Fault
 
 MAX_NEW = 8
 QUICK = {"read_timeout": 0.5, "turn_timeout": 1.5, "max_retries": 1}
-EVERY = 1000  # faults queued: more requests than any case sends
 
 
 def play(server, codec, engine_kwargs, max_turns=1, seed=1):
@@ -56,10 +55,8 @@ def test_each_broken_rule_ends_the_episode_naming_the_engine_and_the_rule(
     served, fault, times, settings, status, rule
 ):
     server, codec = served
-    server.clear_faults()
     server.inject(fault, times=times)
     traj = play(server, codec, settings)
-    server.clear_faults()
     assert traj.status is status, traj.error
     assert traj.error.startswith("engine: ") and f"sglang {server.url}" in traj.error
     assert rule in traj.error
@@ -74,7 +71,6 @@ def test_each_broken_rule_ends_the_episode_naming_the_engine_and_the_rule(
 
 def test_a_broken_reply_in_a_later_turn_keeps_only_the_turns_before_it(served):
     server, codec = served
-    server.clear_faults()
     script(server, codec, "<answer>Up</answer>")
     server.inject(Fault("negative_id"))
     traj = play(server, codec, {}, max_turns=3)

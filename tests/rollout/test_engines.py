@@ -12,6 +12,7 @@ import socket
 import numpy as np
 import pytest
 from PIL import Image
+from rollout_helpers import EVERY
 
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import (
@@ -28,8 +29,6 @@ from vlm_envs.rollout.engines import (
 from vlm_envs.rollout.image_uris import image_data_uri
 from vlm_envs.rollout.images import image_digest
 from vlm_envs.testing import Fault
-
-EVERY = 1000  # faults queued: more requests than any case sends
 
 
 @pytest.fixture(scope="module")

@@ -161,11 +161,9 @@ def test_engine_placeholders_send_one_token_per_image(served):
 )
 def test_engine_faults_end_with_a_status_and_an_explicit_reward(served, fault, times, status, error):
     server, codec = served
-    server.clear_faults()
     server.inject(fault, times=times)
     env = build_env("sokoban", grid_size=(6, 6), num_boxes=1)
     traj = play(server, codec, env, EpisodeConfig(max_turns=1, max_new_tokens=8), seed=1, turn_timeout=1.0)
-    server.clear_faults()
     assert traj.status is status
     assert (error is None and traj.error is None) or error in traj.error
     assert isinstance(traj.reward, float) and math.isfinite(traj.reward)

@@ -53,7 +53,6 @@ def steps(out: list) -> list[float]:
 
 def test_a_windowed_episode_fans_out_into_one_valid_sample_per_turn(served):
     server, codec = served
-    server.clear_faults()
     script(server, codec, *MOVES)
     sample = Sample(index=3, group_index=1, metadata={"seed": 2, "env_config": SOKOBAN})
     out = run(make_args(server, vlm_envs_history="window:2"), sample)

@@ -23,6 +23,7 @@ from vlm_envs.testing import Fault, SGLangTestServer
 
 SAMPLING = {"temperature": 1.0}  # the test server seeds sampling by the input ids: reproducible
 SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision"}
+EVERY = 1000  # faults queued for "every request": more requests than any test sends
 
 
 def slime_args(server: SGLangTestServer, **overrides: Any) -> SimpleNamespace:
