@@ -60,6 +60,7 @@ from rollout_overhead import (
     answers,
     drive,
     sequential_cpu_per_turn,
+    wake_cpu_us,
 )
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.episode import EpisodeConfig
@@ -91,7 +92,7 @@ def measure(codec: ChatCodec, config: ExecutorConfig, args: argparse.Namespace) 
 
     with executor:
         asyncio.run(warm_up())
-        return asyncio.run(drive(play, args.episodes, args.batch))
+        return drive(play, args.episodes, args.batch)
 
 
 def main() -> None:
@@ -110,9 +111,6 @@ def main() -> None:
     import ray
 
     cores = os.cpu_count() or 1
-    ray.init(
-        num_cpus=cores, include_dashboard=False, object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False
-    )
     codec = ChatCodec(build_tiny_processor(min_pixels=QWEN_MIN_PIXELS, max_pixels=QWEN_MAX_PIXELS))
     sizes = [n for n in (2**k for k in range(8)) if n < args.max_n] + [args.max_n]
     chosen = set(args.executors.split(","))
@@ -126,15 +124,25 @@ def main() -> None:
         f"{args.episodes} concurrent {args.turns}-turn Sokoban vision episodes, engine latency "
         f"{args.latency * 1e3:.0f} ms, {cores} cores, {args.repeats} runs per executor (medians; the "
         "ratio's range in brackets). Sequential: CPU per turn of the same episodes played one at a time "
-        "on one thread, just before and just after each run; ideal = n / its mean.\n"
+        "on one thread, just before and just after each run; ideal = n / its mean. Wake-ups: times per "
+        "episode that one of the caller's threads waited and was woken; this machine charges a thread "
+        f"{wake_cpu_us():.0f} us of CPU per wake-up from a 10 ms sleep.\n"
     )
     print(
         "| executor | turns/s | sequential rate x n, turns/s | ratio (target >= 0.80 for n <= cores - 1) "
         "| caller CPU per episode, ms (target <= 0.3) (of it on the loop) "
-        "| trainer reading and freeing it, ms | longest stall of the caller's loop, ms |"
+        "| caller's wake-ups per episode | trainer reading and freeing it, ms "
+        "| longest stall of the caller's loop, ms |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for k, (name, n, config) in enumerate(runs):
+        if config.ray_actors and not ray.is_initialized():  # not before: its threads would cost the others
+            ray.init(
+                num_cpus=cores,
+                include_dashboard=False,
+                object_store_memory=OBJECT_STORE_BYTES,
+                log_to_driver=False,
+            )
         rows = []
         for repeat in range(args.repeats):
             seeds = 10_000 + 1000 * (k * args.repeats + repeat)
@@ -144,14 +152,14 @@ def main() -> None:
             ideal = n / ((before + after) / 2)
             rate = r["turns"] / r["wall"]
             cpus = (r["caller_cpu"], r["loop_cpu"], r["trainer_cpu"])
-            rows.append((rate, ideal, rate / ideal, *cpus, r["max_stall_ms"]))
+            rows.append((rate, ideal, rate / ideal, *cpus, r["wakes"], r["max_stall_ms"]))
         medians = [statistics.median(column) for column in zip(*rows, strict=True)]
-        rate, ideal, ratio, caller, loop, trainer, stall = medians
+        rate, ideal, ratio, caller, loop, trainer, wakes, stall = medians
         ratios = [row[2] for row in rows]
         print(
             f"| {name} | {rate:.0f} | {ideal:.0f} | {ratio:.2f} ({min(ratios):.2f}-{max(ratios):.2f}) "
             f"| {caller / args.episodes * 1e3:.2f} ({loop / args.episodes * 1e3:.2f}) "
-            f"| {trainer / args.episodes * 1e3:.2f} | {stall:.1f} |",
+            f"| {wakes / args.episodes:.1f} | {trainer / args.episodes * 1e3:.2f} | {stall:.1f} |",
             flush=True,
         )
     ray.shutdown()
