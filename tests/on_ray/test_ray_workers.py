@@ -17,6 +17,7 @@ from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig
 from vlm_envs.rollout.ray_workers import RayEpisodeWorkers
 from vlm_envs.rollout.trajectory import Status
+from vlm_envs.rollout.worker_process import YOUNG_COLLECTION_EVERY
 from vlm_envs.rollout.workers import EpisodeJob
 from vlm_envs.testing import ScriptedEngine
 
@@ -87,6 +88,15 @@ def test_a_trajectory_that_cannot_be_pickled_fails_alone(pool):
     )
     assert bad.status is Status.FAILED and "cannot be sent back" in bad.error
     assert all(t.status in (Status.COMPLETED, Status.TRUNCATED) and t.train_inputs() for t in good)
+
+
+def test_an_actor_tunes_its_own_collector(pool):
+    """An actor's process plays episodes and nothing else, as a worker process does."""
+    job = EpisodeJob("toyenvs.collector", seed=0, config=EpisodeConfig(max_turns=1, max_new_tokens=8))
+    (traj,) = run_jobs(pool, job)
+    assert traj.status is not Status.FAILED, traj.error
+    assert traj.reset_info["young_threshold"] == YOUNG_COLLECTION_EVERY
+    assert traj.reset_info["frozen"] > 0
 
 
 def test_a_killed_actor_fails_its_episodes_and_is_replaced(scripted):

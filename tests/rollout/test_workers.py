@@ -2,6 +2,7 @@
 
 import asyncio
 import functools
+import gc
 import os
 import pickle
 import signal
@@ -24,6 +25,7 @@ from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.images import stack_pixel_values
 from vlm_envs.rollout.trajectory import Status
 from vlm_envs.rollout.wire import dumps
+from vlm_envs.rollout.worker_process import YOUNG_COLLECTION_EVERY
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 from vlm_envs.testing import ScriptedEngine
 
@@ -114,6 +116,18 @@ def test_a_trajectory_that_cannot_be_pickled_fails_cleanly(pool):
     job = EpisodeJob("toyenvs.unpicklable", seed=0, config=EpisodeConfig(max_turns=1, max_new_tokens=8))
     (traj,) = run_jobs(pool, job)
     assert traj.status is Status.FAILED and "cannot be sent back" in traj.error
+
+
+def test_a_worker_tunes_its_own_collector_and_leaves_the_callers_alone(pool):
+    """Workers play episodes and nothing else: what they hold once started is frozen out of the
+    collector's way and young collections come less often. The trainer's process is not touched."""
+    callers = gc.get_threshold()
+    job = EpisodeJob("toyenvs.collector", seed=0, config=EpisodeConfig(max_turns=1, max_new_tokens=8))
+    (traj,) = run_jobs(pool, job)
+    assert traj.status is not Status.FAILED, traj.error
+    assert traj.reset_info["young_threshold"] == YOUNG_COLLECTION_EVERY != callers[0]
+    assert traj.reset_info["frozen"] > 0
+    assert gc.get_threshold() == callers
 
 
 @pytest.fixture

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 
 import numpy as np
 import ray
 
 from vlm_envs.rollout import wire
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec, play_job
+from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec, play_job, settle_collector
 
 #: Once an episode is ready, how long ``collect`` waits for more to come back with it (seconds).
 LINGER_S = 0.02
@@ -50,10 +49,7 @@ class EpisodeActor:
             self.engine = spec.make_engine()
         except Exception as err:  # every episode fails with this, instead of an actor restarting in a loop
             self.broken = f"the actor could not start: {type(err).__name__}: {err}"
-        # What this process holds now (torch, transformers, the processor) lives as long as it does:
-        # full collections need not walk it with many episodes in flight (as in a worker process).
-        gc.collect()
-        gc.freeze()
+        settle_collector()
 
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
