@@ -5,44 +5,53 @@ the in-process executor and for the local pool and the Ray pool at n = 1, 2, 4, 
 available, all through the one executor interface (``ExecutorConfig.build``). Per run: turns/s; the
 one-core sequential rate (the same episodes played one at a time on one thread, training tensors
 included, measured just before and just after the run) times n; their ratio; the caller's CPU per
-episode (this process: its loop, its reader threads, Ray's driver threads); the caller's loop's
-longest stall (largest gap between ticks of a 10 ms heartbeat).
+episode (this process: its loop, its reader threads, Ray's driver threads) and how often its threads
+were woken; the caller's loop's longest stall (the longest stretch between two of its looks at its
+I/O, timed by its selector: ``rollout_overhead.StallMeter``). Ray is started only before the first
+Ray run, so that its threads and processes cost the other runs nothing.
 
-Run: ``.venv/bin/python benchmarks/scaling.py`` (needs the ``ray`` extra; a few minutes on 2 cores).
+Run: ``.venv/bin/python benchmarks/scaling.py`` (needs the ``ray`` extra; about 12 minutes on 2 cores).
 
 The caller's CPU is this process's over the run without the "trainer" thread, which reads one
 float per page of each trajectory's ``pixel_values`` and drops it, as a trainer would: that
 thread's CPU is its own column, since where the tensors' memory comes from decides what reading and
-freeing them costs.
+freeing them costs. It does not hold the slime hook's own work on a trajectory (its record, filling
+the Sample, the contract check: about 0.3 ms per episode on an idle core, ``rollout.slime``).
 
-On the 2-core machine this was written on (no 16-core machine was lent), 3 runs per executor, medians
-(the ratio's range in brackets; this VM's sequential baseline varies by up to half from one hour to
-the next; here it was about 1.0 ms per turn). The caller's CPU comes with the part of it spent on
-its event loop's thread in brackets; the rest is the pool's reader and writer threads (Ray's
-driver threads for Ray):
+On the 2-core VM this was written on (no 16-core machine was lent), 3 runs per executor, medians
+(the ratio's range in brackets; the sequential baseline was about 0.95 ms per turn and varies by up
+to half from one hour to the next). The caller's CPU comes with the part of it spent on its event
+loop's thread in brackets; the rest is the pool's reader and writer threads (Ray's driver threads
+for Ray). This VM charged a thread 46 us of CPU per wake-up from a 10 ms sleep:
 
-| executor | turns/s | sequential x n | ratio | caller CPU/episode, ms (loop) | trainer, ms | max stall, ms |
-|---|---|---|---|---|---|---|
-| in process | 641 | 1019 | 0.62 (0.60-0.63) | 13.06 (2.64) | 0.22 | 878.3 |
-| local pool, 1 processes | 683 | 1035 | 0.68 (0.65-0.75) | 0.79 (0.25) | 0.16 | 19.6 |
-| local pool, 2 processes | 1191 | 1992 | 0.60 (0.55-0.64) | 0.87 (0.22) | 0.21 | 23.6 |
-| Ray pool, 1 actors | 717 | 903 | 0.79 (0.70-0.82) | 1.09 (0.22) | 0.11 | 10.4 |
-| Ray pool, 2 actors | 1002 | 1891 | 0.53 (0.45-0.59) | 0.98 (0.18) | 0.11 | 23.9 |
+| executor | turns/s | sequential x n | ratio | caller CPU/ep, ms (loop) | wakes | trainer, ms | stall, ms |
+|---|---|---|---|---|---|---|---|
+| in process | 797 | 1166 | 0.72 (0.67-0.78) | 10.85 (2.07) | 87.5 | 0.18 | 687.8 |
+| local pool, 1 processes | 782 | 1058 | 0.74 (0.70-0.77) | 0.56 (0.11) | 7.2 | 0.13 | 28.4 |
+| local pool, 2 processes | 1486 | 2126 | 0.70 (0.67-0.71) | 0.64 (0.12) | 7.1 | 0.16 | 37.1 |
+| Ray pool, 1 actors | 720 | 962 | 0.75 (0.70-0.77) | 1.02 (0.08) | 7.6 | 0.12 | 15.7 |
+| Ray pool, 2 actors | 1051 | 1971 | 0.54 (0.46-0.59) | 0.82 (0.07) | 6.4 | 0.11 | 16.6 |
 
 With n = cores the pool competes with the caller, Ray's own processes and the baseline for the same
 two cores, so only n <= cores - 1 is held to the 0.80 target, which is not met here. The ratio falls
 with the number of episodes in flight (one local worker, single runs: 0.92 with 100, 0.80 with 500,
-0.76 with 2,000): the worker's garbage collector walks every live episode (1.4% of its CPU with 100
-in flight, 5.7% with 2,000). Of the local pool's caller CPU, about 0.2 ms per episode is on the
-loop (its wake-ups and the executor's bookkeeping) and 0.55-0.65 ms on the reader thread, mostly
-unpickling the trajectory (``benchmarks/handoff.py`` gives the unpickling alone: about 0.12 ms on an
-idle core, twice that beside a busy one); the 0.3 ms target is not met.
+0.76 with 2,000): concurrent episodes share the caches that one episode at a time has to itself,
+and the worker's garbage collector walks the live ones (2.5% of its CPU with 2,000 in flight, 6%
+before workers collected young objects every 10,000 allocations instead of 700). Of the local
+pool's caller CPU, about 0.1 ms per episode is on the loop and 0.4-0.5 ms on the reader thread,
+mostly unpickling the trajectory (``benchmarks/handoff.py`` gives the unpickling alone: about
+0.12 ms on an idle core; a message that carries only the training tensors still costs the reader
+about 0.27 ms here). The 0.3 ms target is not met.
+
+Until 2026-11-24 the stall was timed by a 10 ms heartbeat task, and Ray was started before every
+run: the heartbeat's wake-ups cost the caller about 0.2 ms per episode on this VM, and Ray's threads
+ran beside the local pool. Earlier tables (caller 0.79 ms for one worker) hold both.
 
 ``--batch 500`` has the trainer keep 500 trajectories before it reads and drops them, as slime keeps
-a rollout batch. Local pool, 1 process, 2 runs, medians: 611 turns/s, ratio 0.73 (0.61-0.85),
-caller 1.17 ms, trainer 0.22 ms, longest stall 71 ms. Before the worker's arena kept its pages
-for the next batch (a 256 MB arena, then a shared file per episode): 500 turns/s, ratio 0.61,
-caller 1.43 ms, trainer 1.47 ms (unmapping and freeing each file), longest stall 772 ms.
+a rollout batch. Local pool, 1 process, 2 runs, medians (with the heartbeat): 611 turns/s, ratio
+0.73 (0.61-0.85), caller 1.17 ms, trainer 0.22 ms, longest stall 71 ms. Before the worker's arena
+kept its pages for the next batch (a 256 MB arena, then a shared file per episode): 500 turns/s,
+ratio 0.61, caller 1.43 ms, trainer 1.47 ms (unmapping and freeing each file), longest stall 772 ms.
 """
 
 from __future__ import annotations
