@@ -1,27 +1,18 @@
-"""``check_env``: the conformance suite every environment, ours or a user's, must pass.
-
-Each check turns a rule of the protocol into a message that names the check, says what happened and
-what to change. All failures are collected and raised together as one :class:`EnvCheckError`.
-"""
+"""The checks of single calls: what ``reset``, ``step`` and ``format_observation`` return, replies
+no env may fail on, the end of an episode, the oracle and ``close``."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-import os
-import pickle
 import random
-import subprocess
-import sys
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from PIL import Image
 from pydantic import ValidationError
 
-from vlm_envs.protocol import SEED_LIMIT, Env, Observation, StepInfo
+from vlm_envs.protocol import Env, Observation, StepInfo
 
 #: Responses no env may crash or hang on. Model output is hostile input.
 HOSTILE_RESPONSES: dict[str, str] = {
@@ -57,76 +48,20 @@ NON_TEXT_RESPONSES: dict[str, Any] = {
     "invalid UTF-8 bytes": b"\xff\xfe<image>",
 }
 
-#: Steps taken to fingerprint an episode and to drive it to its end.
-FINGERPRINT_STEPS = 8
+#: Steps taken to drive an episode to its end before calling it endless.
 MAX_STEPS_TO_END = 500
 #: Episodes the oracle (``oracle_response``), where an env has one, must win.
 ORACLE_SEEDS = 3
-#: The largest seed the protocol allows: numpy's ``RandomState`` and ``np.random.seed`` reject it.
-LARGE_SEED = SEED_LIMIT - 1
-#: Unseeded resets tried before concluding that they all replay one episode.
-UNSEEDED_RESETS = 8
+#: Steps of the first episode whose results are checked.
+CHECKED_STEPS = 8
 #: How much of an exception's text a message quotes (an error may echo a megabyte of reply).
 ERROR_CHARS = 500
 
-
-class EnvCheckError(AssertionError):
-    """The env broke one or more rules of the protocol; ``failures`` says which."""
-
-    def __init__(self, env_name: str, failures: list[str]):
-        self.failures = failures
-        lines = "\n".join(f"  - {f}" for f in failures)
-        super().__init__(f"{env_name} failed {len(failures)} check(s):\n{lines}")
+#: What to change when an env raises where it should answer.
+RAISE_HINT = "Make reset and step answer every input with an observation; raise only after the end."
 
 
-def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: bool = True) -> None:
-    """Run the conformance suite on ``env``; raise :class:`EnvCheckError` listing every failure.
-
-    Each failure starts with the name of its check:
-
-    - ``types``: ``reset``/``step`` return the protocol's types, rewards and metrics are finite, and
-      ``format_observation`` gives one chat message whose image parts are the observation's images;
-    - ``determinism``: every seeded episode replays exactly (image bytes included) on several seeds:
-      ``seed``, ``seed + 1``, ``seed + 2`` and the largest allowed, ``2**64 - 1``;
-    - ``unseeded resets``: ``reset()`` without a seed works, draws a fresh episode where the seed picks
-      the episode (two unseeded resets differ, tried up to :data:`UNSEEDED_RESETS` times), and leaves
-      what a seed means unchanged;
-    - ``hostile replies``: the replies of :data:`HOSTILE_RESPONSES` (``<image>`` and chat-template
-      injections, megabytes of text, ...) and non-text replies never raise and return within
-      ``step_timeout`` seconds;
-    - ``step after the end``: ``step`` after the episode ended raises ``EpisodeFinishedError``;
-    - ``oracle``: where the env has ``oracle_response()``, it wins :data:`ORACLE_SEEDS` episodes;
-    - ``close``: ``close()`` twice is fine;
-    - ``rebuild`` (when ``rebuild``): the env rebuilt from its spec in another process, with another
-      ``PYTHONHASHSEED``, plays the same episodes for the determinism seeds.
-    """
-    name = env.spec.name if env.spec is not None else type(env).__name__
-    failures: list[str] = []
-    checks: dict[str, Callable[[Env, int], list[str]]] = {
-        "types": _check_reset_and_messages,
-        "determinism": _check_determinism,
-        "unseeded resets": _check_unseeded,
-        "hostile replies": lambda e, s: _check_hostile(e, s, step_timeout),
-        "step after the end": _check_step_after_end,
-        "oracle": _check_oracle,
-        "close": _check_close,
-    }
-    if rebuild:
-        checks["rebuild"] = _check_rebuild
-    for label, check in checks.items():
-        try:
-            found = check(env, seed)
-        except Exception as err:  # a crash inside a check is itself the finding
-            found = [f"The check itself stopped: the env raised {_error_text(err)}. {_RAISE_HINT}"]
-        failures += [f"{label}: {message}" for message in found]
-    if failures:
-        raise EnvCheckError(name, failures)
-
-
-_RAISE_HINT = "Make reset and step answer every input with an observation; raise only after the end."
-
-
-def _error_text(err: BaseException) -> str:
+def error_text(err: BaseException) -> str:
     """``Type: message``, whole: pydantic's errors as their messages, long texts cut at a word."""
     if isinstance(err, ValidationError):
         text = "; ".join(str(e["msg"]) for e in err.errors())
@@ -137,18 +72,18 @@ def _error_text(err: BaseException) -> str:
     return f"{type(err).__name__}: {text.rstrip('.')}" if text else type(err).__name__
 
 
-def determinism_seeds(seed: int) -> tuple[int, ...]:
-    """The seeds whose episodes must replay: ``seed``, the next two and the largest allowed."""
-    return tuple(dict.fromkeys([seed, (seed + 1) % SEED_LIMIT, (seed + 2) % SEED_LIMIT, LARGE_SEED]))
+def image_digest(im: Image.Image) -> str:
+    """A digest of an image's mode, size and pixels."""
+    return hashlib.sha256(f"{im.mode}{im.size}".encode() + im.tobytes()).hexdigest()
 
 
-def _check_reset_and_messages(env: Env, seed: int) -> list[str]:
+def check_reset_and_messages(env: Env, seed: int) -> list[str]:
     out = env.reset(seed=seed)
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], dict)):
         return [f"reset() returned {type(out).__name__}. Return a tuple (Observation, info dict)."]
     failures = _check_observation("reset()", env, out[0])
     rng = random.Random(seed)
-    for i in range(FINGERPRINT_STEPS):
+    for i in range(CHECKED_STEPS):
         response = env.random_response(rng)
         result = env.step(response)
         failures += _check_step_result(f"step #{i + 1}", env, result)
@@ -199,7 +134,7 @@ def _message_problems(message: Any, obs: Observation) -> list[str]:
 
 
 def _same_image(a: Any, b: Image.Image) -> bool:
-    return a is b or (isinstance(a, Image.Image) and _image_digest(a) == _image_digest(b))
+    return a is b or (isinstance(a, Image.Image) and image_digest(a) == image_digest(b))
 
 
 def _check_step_result(where: str, env: Env, result: Any) -> list[str]:
@@ -220,80 +155,6 @@ def _check_step_result(where: str, env: Env, result: Any) -> list[str]:
     ]
     if (info.terminated or info.truncated) and done is False:
         failures.append(f"{where}: StepInfo says the episode ended but done is False. Return done=True.")
-    return failures
-
-
-def _image_digest(im: Image.Image) -> str:
-    return hashlib.sha256(f"{im.mode}{im.size}".encode() + im.tobytes()).hexdigest()
-
-
-def _obs_record(obs: Observation) -> list[Any]:
-    return [obs.role, obs.text, list(obs.image_slots), [_image_digest(im) for im in obs.images]]
-
-
-def episode_fingerprint(env: Env, seed: int, steps: int = FINGERPRINT_STEPS) -> str:
-    """A digest of one scripted episode: observations (image bytes included), rewards, metrics."""
-    obs, info = env.reset(seed=seed)
-    record: list[Any] = [
-        _obs_record(obs),
-        json.dumps(info, sort_keys=True, default=lambda o: type(o).__name__),
-    ]
-    rng = random.Random(seed)
-    for _ in range(steps):
-        obs, done, step_info = env.step(env.random_response(rng))
-        record += [_obs_record(obs), done, step_info.model_dump(mode="json", exclude={"info"})]
-        if done:
-            break
-    record.append(env.episode_reward())
-    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
-
-
-_SEED_HINT = (
-    "Derive all randomness of an episode from its reset seed (numpy.random.default_rng(seed) or "
-    "random.Random(seed)) and keep no random state across resets."
-)
-
-
-def _check_determinism(env: Env, seed: int) -> list[str]:
-    """Every seeded episode replays: several seeds, the largest allowed among them."""
-    failures = []
-    for s in determinism_seeds(seed):
-        try:
-            first, second = episode_fingerprint(env, s), episode_fingerprint(env, s)
-        except Exception as err:
-            failures.append(
-                f"The episode of seed={s} raised {_error_text(err)}. Accept every seed in [0, 2**64): "
-                "numpy.random.default_rng and random.Random take them all, numpy.random.seed and "
-                "RandomState stop at 2**32."
-            )
-            continue
-        if first != second:
-            failures.append(
-                f"Two episodes with seed={s} and the same replies differ (observations, images, rewards "
-                f"or metrics). {_SEED_HINT}"
-            )
-    return failures
-
-
-def _check_unseeded(env: Env, seed: int) -> list[str]:
-    """``reset()`` without a seed draws a fresh episode and does not change what a seed means."""
-    before = episode_fingerprint(env, seed)
-    seeded = {json.dumps(_obs_record(env.reset(seed=s)[0])) for s in determinism_seeds(seed)}
-    unseeded: list[str] = []
-    try:
-        while len(unseeded) < UNSEEDED_RESETS and len(set(unseeded)) < 2:
-            unseeded.append(json.dumps(_obs_record(env.reset()[0])))
-    except Exception as err:
-        return [f"reset() without a seed raised {_error_text(err)}. Draw a fresh seed when none is given."]
-    failures = []
-    if len(seeded) > 1 and len(set(unseeded)) == 1:
-        failures.append(
-            f"{len(unseeded)} resets without a seed all gave the same first observation, though the seeds "
-            f"{', '.join(map(str, determinism_seeds(seed)))} give different ones. Draw a fresh episode when "
-            "no seed is given (numpy.random.default_rng(None) does), as gymnasium's reset(seed=None) does."
-        )
-    if episode_fingerprint(env, seed) != before:
-        failures.append(f"The episode of seed={seed} changed after resets without a seed. {_SEED_HINT}")
     return failures
 
 
@@ -321,7 +182,7 @@ def _step_with_timeout(env: Env, response: Any, timeout: float) -> tuple[Any, Ba
     return box.get("result"), box.get("error"), thread.is_alive()
 
 
-def _check_hostile(env: Env, seed: int, step_timeout: float) -> list[str]:
+def check_hostile(env: Env, seed: int, step_timeout: float) -> list[str]:
     failures: list[str] = []
     env.reset(seed=seed)
     for label, response in {**HOSTILE_RESPONSES, **NON_TEXT_RESPONSES}.items():
@@ -334,7 +195,7 @@ def _check_hostile(env: Env, seed: int, step_timeout: float) -> list[str]:
             ]
         if error is not None:
             hint = _PLACEHOLDER_HINT if "<image>" in str(response) else "Answer it with an observation."
-            failures.append(f"step({label}) raised {_error_text(error)}. A reply is untrusted text. {hint}")
+            failures.append(f"step({label}) raised {error_text(error)}. A reply is untrusted text. {hint}")
             env.reset(seed=seed)
             continue
         failures += _check_step_result(f"step({label})", env, result)
@@ -343,7 +204,7 @@ def _check_hostile(env: Env, seed: int, step_timeout: float) -> list[str]:
     return failures
 
 
-def _check_step_after_end(env: Env, seed: int) -> list[str]:
+def check_step_after_end(env: Env, seed: int) -> list[str]:
     env.reset(seed=seed)
     rng = random.Random(seed)
     for _ in range(MAX_STEPS_TO_END):
@@ -361,7 +222,7 @@ def _check_step_after_end(env: Env, seed: int) -> list[str]:
     return [f"step() after the episode ended did not raise. {hint}"]
 
 
-def _check_oracle(env: Env, seed: int) -> list[str]:
+def check_oracle(env: Env, seed: int) -> list[str]:
     """Where the env has an oracle, it wins episodes of several seeds (ends them with a reward > 0)."""
     if type(env).oracle_response is Env.oracle_response:
         return []
@@ -391,59 +252,10 @@ def _check_oracle(env: Env, seed: int) -> list[str]:
     return failures
 
 
-def _check_close(env: Env, seed: int) -> list[str]:
+def check_close(env: Env, seed: int) -> list[str]:
     try:
         env.close()
         env.close()
     except Exception as err:
-        return [f"close() twice raised {_error_text(err)}. Make close() idempotent."]
+        return [f"close() twice raised {error_text(err)}. Make close() idempotent."]
     return []
-
-
-def _check_rebuild(env: Env, seed: int) -> list[str]:
-    from vlm_envs.registry import EnvSpec
-
-    spec, how = env.spec, "its spec"
-    if spec is None:
-        target = f"{type(env).__module__}:{type(env).__qualname__}"
-        spec, how = EnvSpec(name=target, target=target), "its class with default config (it has no spec)"
-    seeds = determinism_seeds(seed)
-    local = [episode_fingerprint(env, s) for s in seeds]
-    payload = pickle.dumps((spec, seeds))
-    hash_seed = str((int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 12345) % 4294967295)
-    environ = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "vlm_envs.checker"],
-        input=payload,
-        capture_output=True,
-        env=environ,
-        timeout=300,
-    )
-    if proc.returncode != 0:
-        tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
-        return [
-            f"Rebuilding the env from {how} in another process failed ({tail[0]}). Make the env "
-            "importable by module path and its config picklable."
-        ]
-    remote = proc.stdout.decode().split()
-    differ = [s for s, a, b in zip(seeds, local, remote, strict=False) if a != b]
-    if differ or len(remote) != len(local):
-        return [
-            f"The env rebuilt from {how} in another process (PYTHONHASHSEED={hash_seed}) played a "
-            f"different episode for seed={(differ or seeds)[0]}. Avoid hash(), global RNGs and random "
-            "state drawn when the env is built."
-        ]
-    return []
-
-
-def _rebuild_main() -> None:
-    """Child side of the rebuild check: read (spec, seeds), print one episode fingerprint per seed."""
-    spec, seeds = pickle.loads(sys.stdin.buffer.read())
-    env = spec.make()
-    for seed in seeds:
-        print(episode_fingerprint(env, seed))
-    env.close()
-
-
-if __name__ == "__main__":
-    _rebuild_main()

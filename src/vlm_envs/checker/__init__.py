@@ -1,0 +1,96 @@
+"""``check_env``: the conformance suite every environment, ours or a user's, must pass.
+
+Each check turns a rule of the protocol into a message that names the check, says what happened and
+what to change. All failures are collected and raised together as one :class:`EnvCheckError`. The
+checks of single calls are in :mod:`~vlm_envs.checker.calls`, those of replay in
+:mod:`~vlm_envs.checker.replay`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from vlm_envs.checker.calls import (
+    HOSTILE_RESPONSES,
+    NON_TEXT_RESPONSES,
+    RAISE_HINT,
+    check_close,
+    check_hostile,
+    check_oracle,
+    check_reset_and_messages,
+    check_step_after_end,
+    error_text,
+)
+from vlm_envs.checker.replay import (
+    LARGE_SEED,
+    check_determinism,
+    check_rebuild,
+    check_unseeded,
+    determinism_seeds,
+    episode_fingerprint,
+)
+from vlm_envs.protocol import Env
+
+__all__ = [
+    "HOSTILE_RESPONSES",
+    "LARGE_SEED",
+    "NON_TEXT_RESPONSES",
+    "EnvCheckError",
+    "check_env",
+    "determinism_seeds",
+    "episode_fingerprint",
+]
+
+
+class EnvCheckError(AssertionError):
+    """The env broke one or more rules of the protocol; ``failures`` says which."""
+
+    def __init__(self, env_name: str, failures: list[str]):
+        self.failures = failures
+        lines = "\n".join(f"  - {f}" for f in failures)
+        super().__init__(f"{env_name} failed {len(failures)} check(s):\n{lines}")
+
+
+def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: bool = True) -> None:
+    """Run the conformance suite on ``env``; raise :class:`EnvCheckError` listing every failure.
+
+    Each failure starts with the name of its check:
+
+    - ``types``: ``reset``/``step`` return the protocol's types, rewards and metrics are finite, and
+      ``format_observation`` gives one chat message whose image parts are the observation's images;
+    - ``determinism``: every seeded episode replays exactly (image bytes included) on several seeds:
+      ``seed``, ``seed + 1``, ``seed + 2`` and the largest allowed, ``2**64 - 1``;
+    - ``unseeded resets``: ``reset()`` without a seed works, draws a fresh episode where the seed picks
+      the episode (two unseeded resets differ, tried up to
+      :data:`~vlm_envs.checker.replay.UNSEEDED_RESETS` times), and leaves what a seed means unchanged;
+    - ``hostile replies``: the replies of :data:`HOSTILE_RESPONSES` (``<image>`` and chat-template
+      injections, megabytes of text, ...) and non-text replies never raise and return within
+      ``step_timeout`` seconds;
+    - ``step after the end``: ``step`` after the episode ended raises ``EpisodeFinishedError``;
+    - ``oracle``: where the env has ``oracle_response()``, it wins
+      :data:`~vlm_envs.checker.calls.ORACLE_SEEDS` episodes;
+    - ``close``: ``close()`` twice is fine;
+    - ``rebuild`` (when ``rebuild``): the env rebuilt from its spec in another process, with another
+      ``PYTHONHASHSEED``, plays the same episodes for the determinism seeds.
+    """
+    name = env.spec.name if env.spec is not None else type(env).__name__
+    failures: list[str] = []
+    checks: dict[str, Callable[[Env, int], list[str]]] = {
+        "types": check_reset_and_messages,
+        "determinism": check_determinism,
+        "unseeded resets": check_unseeded,
+        "hostile replies": lambda e, s: check_hostile(e, s, step_timeout),
+        "step after the end": check_step_after_end,
+        "oracle": check_oracle,
+        "close": check_close,
+    }
+    if rebuild:
+        checks["rebuild"] = check_rebuild
+    for label, check in checks.items():
+        try:
+            found = check(env, seed)
+        except Exception as err:  # a crash inside a check is itself the finding
+            found = [f"The check itself stopped: the env raised {error_text(err)}. {RAISE_HINT}"]
+        failures += [f"{label}: {message}" for message in found]
+    if failures:
+        raise EnvCheckError(name, failures)
