@@ -19,6 +19,7 @@ from typing import Any
 import aiohttp
 
 from vlm_envs.eval.reachable import unreachable
+from vlm_envs.http_body import BodyTooLarge, read_capped
 from vlm_envs.imaging import png_data_uri
 
 # HTTP statuses worth retrying: request timeout, rate limiting, and every server error.
@@ -229,7 +230,12 @@ class OpenAIChatClient:
                 async with self._get_session().post(
                     url, data=data, timeout=aiohttp.ClientTimeout(total=self.timeout)
                 ) as resp:
-                    body = await self._read_body(resp, url)
+                    try:
+                        body = await read_capped(resp, self.max_body_bytes)
+                    except BodyTooLarge as err:
+                        raise ChatError(
+                            f"{url} replied with more than max_body_bytes={self.max_body_bytes} bytes ({err})"
+                        ) from None
                     if resp.status == 200:
                         try:
                             return json.loads(body)
@@ -244,14 +250,3 @@ class OpenAIChatClient:
             except aiohttp.ClientError as err:
                 last = f"{url}: {type(err).__name__}: {err}"
         raise ChatError(f"{last} (after {self.max_retries + 1} attempts)")
-
-    async def _read_body(self, resp: aiohttp.ClientResponse, url: str) -> bytes:
-        """The whole body; :class:`ChatError` past ``max_body_bytes``, without reading on."""
-        chunks, size = [], 0
-        while chunk := await resp.content.readany():
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                resp.close()  # drop the connection rather than drain the rest
-                raise ChatError(f"{url} replied with more than max_body_bytes={self.max_body_bytes} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)

@@ -21,6 +21,7 @@ from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
 
 import aiohttp
 
+from vlm_envs.http_body import BodyTooLarge, read_capped
 from vlm_envs.rollout.image_uris import ImageInput, image_data_uri
 
 # A deadline that cancels the task itself. Not asyncio.wait_for: up to Python 3.11, a wait_for whose
@@ -359,7 +360,9 @@ class SGLangEngine:
                     if resp.status >= 500 or resp.status in _RETRY_4XX:
                         raise TransientEngineError(message)
                     raise PermanentEngineError(message)
-                body = await self._read_body(resp, limit)
+                body = await read_capped(resp, limit, self._read)
+        except BodyTooLarge as err:
+            raise EngineContractError(self.name, f"a body of at most {limit} bytes", str(err)) from None
         except asyncio.TimeoutError:  # connecting took longer than read_timeout
             raise EngineTimeout(
                 f"{self.name}: no connection within read_timeout={self.read_timeout:g} s"
@@ -373,20 +376,6 @@ class SGLangEngine:
         except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
             raise PermanentEngineError(f"{self.name}: /generate replied with invalid JSON: {err}") from err
 
-    async def _read_body(self, resp: aiohttp.ClientResponse, limit: int) -> bytes:
-        """The whole body, read chunk by chunk; fails past ``limit`` bytes without reading on."""
-        if resp.content_length is not None and resp.content_length > limit:
-            resp.close()
-            raise self._too_large(f"Content-Length is {resp.content_length} bytes", limit)
-        chunks, size = [], 0
-        while chunk := await self._read(resp.content.readany()):
-            size += len(chunk)
-            if size > limit:
-                resp.close()  # drop the connection rather than drain the rest
-                raise self._too_large(f"more than {limit} bytes arrived", limit)
-            chunks.append(chunk)
-        return b"".join(chunks)
-
     async def _read(self, read: Any) -> bytes:
         """Await one read of the body; no progress for ``read_timeout`` fails the attempt."""
         try:
@@ -396,6 +385,3 @@ class SGLangEngine:
             raise EngineTimeout(
                 f"{self.name}: the reply made no progress for read_timeout={self.read_timeout:g} s"
             ) from None
-
-    def _too_large(self, detail: str, limit: int) -> EngineContractError:
-        return EngineContractError(self.name, f"a body of at most {limit} bytes", detail)
