@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -27,6 +26,14 @@ from typing import Any
 import torch
 from PIL import Image
 
+from vlm_envs.rollout.chat_messages import (
+    MARKER,
+    collect_images,
+    inert,
+    message_key,
+    structural_pattern,
+    template_message,
+)
 from vlm_envs.rollout.contract import TokenSpace
 from vlm_envs.rollout.images import (
     CodecError,
@@ -47,13 +54,11 @@ VISION_PAD_TOKEN = "<|vision_pad|>"
 # Content of the reference conversation the observation deltas are cut from.
 _REF_SYSTEM = "S"
 _REF_USER = "U"
-# The codec's markers begin with _MARKER, which message text never holds whole (see ChatCodec.as_text).
-_MARKER = "\u2063VLMENVS-"
-_REF_ASSISTANT = f"{_MARKER}ASSISTANT-TURN\u2063"
+_REF_ASSISTANT = f"{MARKER}ASSISTANT-TURN\u2063"
 #: Observation deltas kept by content (Sokoban and other envs revisit the same observations).
 DELTA_CACHE_ENTRIES = 4096
 # Stands for the k-th assistant content in render_conversation (cannot occur in a template's own text).
-_SPLICE = _MARKER + "SPLICE-{}\u2063"
+_SPLICE = MARKER + "SPLICE-{}\u2063"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +117,7 @@ class ChatCodec:
         if not self.chat_template:
             raise CodecError("the processor/tokenizer has no chat template: pass chat_template=")
         self._backend = getattr(self.tokenizer, "backend_tokenizer", None)
-        self._structural = _structural_pattern(self.tokenizer)
+        self._structural = structural_pattern(self.tokenizer)
         self._deltas: OrderedDict[tuple, Encoded] = OrderedDict()
         self._deltas_lock = threading.Lock()
 
@@ -171,7 +176,7 @@ class ChatCodec:
     def render(self, messages: Sequence[Mapping[str, Any]], add_generation_prompt: bool = False) -> str:
         """The chat template's text for ``messages`` (image parts need no image object here)."""
         return self.tokenizer.apply_chat_template(
-            [self._template_message(m) for m in messages],
+            [template_message(m, self.as_text, vision=self.processor is not None) for m in messages],
             chat_template=self.chat_template,
             tokenize=False,
             add_generation_prompt=add_generation_prompt,
@@ -180,29 +185,7 @@ class ChatCodec:
     def as_text(self, text: str) -> str:
         """``text`` with every special-token string broken by a zero-width non-joiner, so that
         message text (an env quoting a model, say) never tokenizes into chat or image structure."""
-        return self._structural.sub(_break, text) if text else text
-
-    def _template_message(self, message: Mapping[str, Any]) -> dict[str, Any]:
-        """The message as the template takes it. What the env shows (every role but the assistant's,
-        whose turns are the model's own ids or the codec's markers) goes through :meth:`as_text`."""
-        content = message.get("content")
-        as_text = (lambda text: text) if message["role"] == "assistant" else self.as_text
-        if content is None or isinstance(content, str):
-            return {"role": message["role"], "content": as_text(content or "")}
-        parts: list[dict[str, Any]] = []
-        for part in content:
-            kind = part.get("type")
-            if kind == "image" or (kind is None and "image" in part):
-                if self.processor is None:
-                    raise CodecError("an image part reached a text-only codec (a plain tokenizer)")
-                parts.append({"type": "image"})
-            elif kind == "text" or (kind is None and "text" in part):
-                parts.append({"type": "text", "text": as_text(str(part.get("text", "")))})
-            else:
-                raise CodecError(f"unsupported content part type {kind!r} (only text and image)")
-        if self.processor is None:  # text-only templates expect a string
-            return {"role": message["role"], "content": "".join(p["text"] for p in parts)}
-        return {"role": message["role"], "content": parts}
+        return inert(self._structural, text)
 
     # ---- encoding ---------------------------------------------------------------------------------
 
@@ -215,7 +198,7 @@ class ChatCodec:
         parts' ``"image"`` values.
         """
         text = self.render(messages, add_generation_prompt=True)
-        return self._encode_text(text, self._collect_images(messages, images))
+        return self._encode_text(text, collect_images(messages, images))
 
     def encode_rendered(self, text: str, images: Sequence[Image.Image] = ()) -> Encoded:
         """A prompt already rendered with the chat template, encoded by one processor call on
@@ -286,8 +269,8 @@ class ChatCodec:
     def _delta(self, message: Mapping[str, Any], images: Sequence[Image.Image] | None, after: str) -> Encoded:
         """A cached delta: ``after`` is ``"eos"``/``"open"`` (an assistant turn that did / did not
         end with its end-of-turn token) or ``"user"`` (a user turn)."""
-        processed = [self.process_image(im) for im in self._collect_images([message], images)]
-        key = (_message_key(message, processed), after)
+        processed = [self.process_image(im) for im in collect_images([message], images)]
+        key = (message_key(message, processed), after)
         with self._deltas_lock:
             cached = self._deltas.get(key)
             if cached is not None:
@@ -349,7 +332,7 @@ class ChatCodec:
         the content of the k-th assistant message (the generated ids without the end-of-turn token),
         so a model's non-canonical tokenization does not count as a difference.
         """
-        all_images = self._collect_images(messages, images)
+        all_images = collect_images(messages, images)
         if assistant_token_ids is None:
             text = self.render(messages, add_generation_prompt)
             return list(self._encode_text(text, all_images).ids)
@@ -370,25 +353,6 @@ class ChatCodec:
             ids += list(assistant_token_ids[i])
         ids += self.tokenize(rest)
         return list(self._expand(ids, [self.process_image(im) for im in all_images]))
-
-    def _collect_images(
-        self, messages: Sequence[Mapping[str, Any]], images: Sequence[Image.Image] | None
-    ) -> list[Image.Image]:
-        parts = [
-            p
-            for m in messages
-            if not isinstance(m.get("content"), str | None)
-            for p in m["content"]
-            if _is_image_part(p)
-        ]
-        if images is not None:
-            if len(images) != len(parts):
-                raise CodecError(f"{len(parts)} image parts but {len(images)} images given")
-            return list(images)
-        found = [p.get("image") for p in parts]
-        if not all(isinstance(im, Image.Image) for im in found):
-            raise CodecError("an image part holds no PIL image: put it under 'image' or pass images=")
-        return found  # type: ignore[return-value]
 
     def _encode_text(self, text: str, images: list[Image.Image]) -> Encoded:
         ids = tuple(self.tokenize(text))
@@ -433,35 +397,3 @@ class ChatCodec:
                 f"the template closes an assistant turn with {tail[:20]!r}, not with a single added token"
             )
         return ids[0]
-
-
-def _message_key(message: Mapping[str, Any], images: list[ProcessedImage]) -> tuple:
-    """A hashable key of a message's role and content, images by their content key."""
-    content = message.get("content")
-    if content is None or isinstance(content, str):
-        return (message["role"], content or "")
-    keys = iter(p.key for p in images)
-    parts = tuple(
-        ("image", next(keys, None)) if _is_image_part(p) else ("text", str(p.get("text", "")))
-        for p in content
-    )
-    return (message["role"], parts)
-
-
-def _is_image_part(part: Mapping[str, Any]) -> bool:
-    return part.get("type") == "image" or (part.get("type") is None and "image" in part)
-
-
-#: Breaks a special-token string (inserted after its first character).
-_ZWNJ = "\u200c"
-
-
-def _structural_pattern(tokenizer: Any) -> re.Pattern[str]:
-    """Special-token strings of ``tokenizer`` and the codec's own markers, longest first."""
-    special = {t.content for t in tokenizer.added_tokens_decoder.values() if t.special and len(t.content) > 1}
-    literals = sorted(special | {_MARKER}, key=len, reverse=True)
-    return re.compile("|".join(re.escape(t) for t in literals))
-
-
-def _break(match: re.Match[str]) -> str:
-    return match[0][0] + _ZWNJ + match[0][1:]
