@@ -52,8 +52,8 @@ NON_TEXT_RESPONSES: dict[str, Any] = {
 MAX_STEPS_TO_END = 500
 #: Episodes the oracle (``oracle_response``), where an env has one, must win.
 ORACLE_SEEDS = 3
-#: Steps of the first episode whose results are checked.
-CHECKED_STEPS = 8
+#: Steps of a scripted episode: the types check reads each result, replay fingerprints them.
+SCRIPTED_STEPS = 8
 #: How much of an exception's text a message quotes (an error may echo a megabyte of reply).
 ERROR_CHARS = 500
 
@@ -83,7 +83,7 @@ def check_reset_and_messages(env: Env, seed: int) -> list[str]:
         return [f"reset() returned {type(out).__name__}. Return a tuple (Observation, info dict)."]
     failures = _check_observation("reset()", env, out[0])
     rng = random.Random(seed)
-    for i in range(CHECKED_STEPS):
+    for i in range(SCRIPTED_STEPS):
         response = env.random_response(rng)
         result = env.step(response)
         failures += _check_step_result(f"step #{i + 1}", env, result)

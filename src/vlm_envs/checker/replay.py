@@ -15,11 +15,9 @@ import subprocess
 import sys
 from typing import Any
 
-from vlm_envs.checker.calls import error_text, image_digest
+from vlm_envs.checker.calls import SCRIPTED_STEPS, error_text, image_digest
 from vlm_envs.protocol import SEED_LIMIT, Env, Observation
 
-#: Steps taken to fingerprint an episode.
-FINGERPRINT_STEPS = 8
 #: The largest seed the protocol allows: numpy's ``RandomState`` and ``np.random.seed`` reject it.
 LARGE_SEED = SEED_LIMIT - 1
 #: Unseeded resets tried before concluding that they all replay one episode.
@@ -35,7 +33,7 @@ def _obs_record(obs: Observation) -> list[Any]:
     return [obs.role, obs.text, list(obs.image_slots), [image_digest(im) for im in obs.images]]
 
 
-def episode_fingerprint(env: Env, seed: int, steps: int = FINGERPRINT_STEPS) -> str:
+def episode_fingerprint(env: Env, seed: int, steps: int = SCRIPTED_STEPS) -> str:
     """A digest of one scripted episode: observations (image bytes included), rewards, metrics."""
     obs, info = env.reset(seed=seed)
     record: list[Any] = [

@@ -52,7 +52,7 @@ def template_message(
     parts: list[dict[str, Any]] = []
     for part in content:
         kind = part.get("type")
-        if kind == "image" or (kind is None and "image" in part):
+        if is_image_part(part):
             if not vision:
                 raise CodecError("an image part reached a text-only codec (a plain tokenizer)")
             parts.append({"type": "image"})
