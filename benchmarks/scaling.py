@@ -7,7 +7,7 @@ one-core sequential rate (the same episodes played one at a time on one thread, 
 included, measured just before and just after the run) times n; their ratio; the caller's CPU per
 episode (this process: its loop, its reader threads, Ray's driver threads) and how often its threads
 were woken; the caller's loop's longest stall (the longest stretch between two of its looks at its
-I/O, timed by its selector: ``rollout_overhead.StallMeter``). Ray is started only before the first
+I/O, timed by its selector: ``concurrency.StallMeter``). Ray is started only before the first
 Ray run, so that its threads and processes cost the other runs nothing.
 
 Run: ``.venv/bin/python benchmarks/scaling.py`` (needs the ``ray`` extra; about 12 minutes on 2 cores).
@@ -62,15 +62,8 @@ import functools
 import os
 import statistics
 
-from rollout_overhead import (
-    QWEN_MAX_PIXELS,
-    QWEN_MIN_PIXELS,
-    SOKOBAN,
-    answers,
-    drive,
-    sequential_cpu_per_turn,
-    wake_cpu_us,
-)
+from concurrency import drive, wake_cpu_us
+from rollout_overhead import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, SOKOBAN, answers, sequential_cpu_per_turn
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.episode import EpisodeConfig
 from vlm_envs.rollout.executors import ExecutorConfig
