@@ -273,7 +273,7 @@ def test_usage_and_finish_reason_that_are_not_what_they_name_are_dropped(server:
 
 def test_a_body_over_the_cap_fails_without_being_read_on_or_retried(server: RecordingChatServer) -> None:
     server.answers.extend([(200, _completion("x" * 20_000))] * 3)
-    with pytest.raises(ChatError, match=r"more than max_body_bytes=4096 bytes"):
+    with pytest.raises(ChatError, match=r"reply passed max_body_bytes=4096: Content-Length is \d+ bytes"):
         _complete(server, max_body_bytes=4096, max_retries=2)
     assert len(server.requests) == 1
     server.answers.clear()

@@ -233,9 +233,8 @@ class OpenAIChatClient:
                     try:
                         body = await read_capped(resp, self.max_body_bytes)
                     except BodyTooLarge as err:
-                        raise ChatError(
-                            f"{url} replied with more than max_body_bytes={self.max_body_bytes} bytes ({err})"
-                        ) from None
+                        cap = self.max_body_bytes
+                        raise ChatError(f"{url}'s reply passed max_body_bytes={cap}: {err}") from None
                     if resp.status == 200:
                         try:
                             return json.loads(body)
