@@ -33,15 +33,18 @@ for Ray). This VM charged a thread 46 us of CPU per wake-up from a 10 ms sleep:
 | Ray pool, 2 actors | 1051 | 1971 | 0.54 (0.46-0.59) | 0.82 (0.07) | 6.4 | 0.11 | 16.6 |
 
 With n = cores the pool competes with the caller, Ray's own processes and the baseline for the same
-two cores, so only n <= cores - 1 is held to the 0.80 target, which is not met here. The ratio falls
-with the number of episodes in flight (one local worker, single runs: 0.92 with 100, 0.80 with 500,
-0.76 with 2,000): concurrent episodes share the caches that one episode at a time has to itself,
-and the worker's garbage collector walks the live ones (2.5% of its CPU with 2,000 in flight, 6%
-before workers collected young objects every 10,000 allocations instead of 700). Of the local
-pool's caller CPU, about 0.1 ms per episode is on the loop and 0.4-0.5 ms on the reader thread,
-mostly unpickling the trajectory (``benchmarks/handoff.py`` gives the unpickling alone: about
-0.12 ms on an idle core; a message that carries only the training tensors still costs the reader
-about 0.27 ms here). The 0.3 ms target is not met.
+two cores, so only n <= cores - 1 is held to the 0.80 target, which is not met here. Each pool keeps
+its default bound on episodes in flight: none for the local pool (all 2,000 play on its workers at
+once), 64 per actor for the Ray pool (``RAY_MAX_IN_FLIGHT``, enough to keep a core busy with a 50 ms
+engine; the others wait in the caller for a slot). The ratio falls with the number of episodes in
+flight (one local worker, single runs: 0.92 with 100, 0.80 with 500, 0.76 with 2,000): concurrent
+episodes share the caches that one episode at a time has to itself, and the worker's garbage
+collector walks the live ones (2.5% of its CPU with 2,000 in flight, 6% before workers collected
+young objects every 10,000 allocations instead of 700). Of the local pool's caller CPU, about 0.1 ms
+per episode is on the loop and 0.4-0.5 ms on the reader thread, mostly unpickling the trajectory
+(``benchmarks/handoff.py`` gives the unpickling alone: about 0.12 ms on an idle core; a message that
+carries only the training tensors still costs the reader about 0.27 ms here). The 0.3 ms target is
+not met.
 
 Until 2026-11-24 the stall was timed by a 10 ms heartbeat task, and Ray was started before every
 run: the heartbeat's wake-ups cost the caller about 0.2 ms per episode on this VM, and Ray's threads
