@@ -100,6 +100,8 @@ def check_unseeded(env: Env, seed: int) -> list[str]:
 
 
 def check_rebuild(env: Env, seed: int) -> list[str]:
+    """The env rebuilt from its spec in another process (another ``PYTHONHASHSEED``) plays the
+    same episodes for the determinism seeds."""
     from vlm_envs.registry import EnvSpec
 
     spec, how = env.spec, "its spec"
