@@ -269,6 +269,15 @@ class Env(abc.ABC):
         """The reply an optimal (or reference) player writes to the current observation, if any."""
         return None
 
+    def oracle_rationale(self) -> str | None:
+        """A short, true explanation of :meth:`oracle_response`, made from the env's state (never by a
+        model), for demonstrations that reason before they answer; ``None``: the env gives none."""
+        return None
+
+    def think(self, text: str) -> str:
+        """``text`` in the env's thinking format, to stand before a reply (``<think>...</think>``)."""
+        return f"<think>{text}</think>\n"
+
     def tools(self) -> list[dict[str, Any]]:
         """OpenAI function schemas of the env's tools (none by default)."""
         return []

@@ -1,0 +1,208 @@
+"""SFT data in the layouts trainers read: TRL, LLaMA-Factory (ShareGPT) and ms-swift.
+
+Each writer takes training :class:`~vlm_envs.sft.samples.Conversation` s and an :class:`ImageStore`
+and returns the files it wrote (relative to the output folder) with their bytes. Images are PNG:
+embedded as bytes in TRL's parquet (an image feature), written once per content as files for the
+others. Facts about each layout, read from the trainers' source:
+
+- TRL 1.16 (``trl/trainer/sft_trainer.py``, ``DataCollatorForVisionLanguageModeling``): a
+  conversational prompt-completion row (``prompt``, ``completion``, ``images``) trains on the
+  completion only, with any chat template; ``assistant_only_loss`` over a ``messages`` row needs
+  ``{% generation %}`` markers that Qwen-VL templates lack. So each trained reply is one row whose
+  prompt is the context before it. ``prepare_multimodal_messages`` counts and fills image parts of
+  every role but ``tool``, so a tool message cannot carry an image there.
+- LLaMA-Factory (``data/README.md``, ``src/llamafactory/data/converter.py``): ``sharegpt``
+  formatting with OpenAI-style tags; after an optional system message, user/observation messages
+  stand at even positions and assistant ones at odd, ending with an assistant one; one ``<image>``
+  tag per entry of ``images``, paths relative to ``dataset_dir`` (its default ``media_dir``).
+- ms-swift (``docs/source_en/Customization/Custom-dataset.md``): JSONL of ``messages`` with
+  ``<image>`` tags and ``images`` paths (absolute, as its docs advise); ``"loss": false`` on an
+  assistant message leaves it out of the loss; a ``tool`` message is not trained.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from vlm_envs.imaging import png_bytes
+from vlm_envs.sft.samples import Conversation
+
+#: The image tag of LLaMA-Factory's and ms-swift's text (``<image>`` in both, by default).
+IMAGE_TAG = "<image>"
+#: A literal tag in message text is broken with a zero-width non-joiner, so it stays text.
+_BROKEN_TAG = "<\u200cimage>"
+#: The dataset name LLaMA-Factory's ``dataset_info.json`` gives the data.
+LLAMAFACTORY_NAME = "vlm_envs_sft"
+FORMATS = ("trl", "llamafactory", "sharegpt", "swift")
+
+
+class FormatError(ValueError):
+    """The data cannot be written in the asked layout (a limit of the trainer's reader)."""
+
+
+class ImageStore:
+    """PNG files under ``images/``, one per distinct image, named by a digest of their bytes."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+
+    def add(self, image: Image.Image) -> str:
+        """The relative path of ``image``'s PNG (written once however often it is added)."""
+        data = png_bytes(image)
+        path = f"images/{hashlib.sha256(data).hexdigest()[:24]}.png"
+        self.files.setdefault(path, data)
+        return path
+
+
+def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message["content"]
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _is_image(part: dict[str, Any]) -> bool:
+    return part.get("type") == "image"
+
+
+# ---- TRL ------------------------------------------------------------------------------------------
+
+
+def trl_rows(conversation: Conversation) -> list[dict[str, Any]]:
+    """One prompt-completion row per trained reply: the messages before it, it, and the prompt's images."""
+    rows = []
+    for index, trained in enumerate(conversation.trained):
+        if not trained:
+            continue
+        prompt, images = [], []
+        for message in conversation.messages[:index]:
+            parts = []
+            for part in _parts(message):
+                if _is_image(part):
+                    if message["role"] == "tool":
+                        raise FormatError(
+                            "TRL 1.16's vision collator places no image in a tool message "
+                            "(prepare_multimodal_messages skips role 'tool'); write this env's data "
+                            "with --format swift or --format llamafactory"
+                        )
+                    images.append(part["image"])
+                    parts.append({"type": "image", "text": None})
+                else:
+                    parts.append({"type": "text", "text": str(part.get("text", ""))})
+            prompt.append({"role": message["role"], "content": parts})
+        reply = conversation.messages[index]
+        completion = [{"role": "assistant", "content": [{"type": "text", "text": reply["content"]}]}]
+        rows.append({"prompt": prompt, "completion": completion, "images": images})
+    return rows
+
+
+def write_trl(rows: list[dict[str, Any]], extra: dict[str, list[Any]]) -> bytes:
+    """The parquet bytes of TRL rows (``images`` an image feature), with ``extra`` columns beside."""
+    import datasets  # the data extra
+
+    datasets.disable_progress_bars()  # make-sft prints its own lines
+    text = datasets.Value("string")
+    message = {"role": text, "content": datasets.List({"type": text, "text": text})}
+    features = datasets.Features(
+        {
+            "prompt": datasets.List(message),
+            "completion": datasets.List(message),
+            "images": datasets.List(datasets.Image()),
+            "env": text,
+            "seed": datasets.Value("uint64"),
+            "turn": datasets.Value("int32"),
+        }
+    )
+    columns = {
+        "prompt": [r["prompt"] for r in rows],
+        "completion": [r["completion"] for r in rows],
+        "images": [[{"bytes": png_bytes(im), "path": None} for im in r["images"]] for r in rows],
+        **extra,
+    }
+    buffer = io.BytesIO()
+    datasets.Dataset.from_dict(columns, features=features).to_parquet(buffer)
+    return buffer.getvalue()
+
+
+# ---- LLaMA-Factory and ms-swift -------------------------------------------------------------------
+
+
+def tagged_messages(
+    conversation: Conversation, store: ImageStore, image_path: Callable[[str], str]
+) -> tuple[list[dict[str, Any]], list[str], int]:
+    """Messages whose images are ``<image>`` tags in their text, the image paths in tag order, and
+    how many literal tags were broken so that they stay text."""
+    messages, images, broken = [], [], 0
+    for message in conversation.messages:
+        pieces = []
+        for part in _parts(message):
+            if _is_image(part):
+                images.append(image_path(store.add(part["image"])))
+                pieces.append(IMAGE_TAG)
+            else:
+                text = str(part.get("text", ""))
+                broken += text.count(IMAGE_TAG)
+                pieces.append(text.replace(IMAGE_TAG, _BROKEN_TAG))
+        messages.append({"role": message["role"], "content": "".join(pieces)})
+    return messages, images, broken
+
+
+def llamafactory_record(conversation: Conversation, store: ImageStore) -> tuple[dict[str, Any], int]:
+    """One ShareGPT record (OpenAI tags) and the count of broken literal tags."""
+    messages, images, broken = tagged_messages(conversation, store, str)
+    roles = [m["role"] for m in messages]
+    body = roles[1:] if roles[:1] == ["system"] else roles
+    expected = [("user", "tool"), ("assistant",)]
+    if len(body) % 2 or any(role not in expected[i % 2] for i, role in enumerate(body)):
+        raise FormatError(
+            f"LLaMA-Factory's sharegpt needs user/tool and assistant turns in alternation, got {roles}: "
+            "window:0 puts the current observation right after the task; use --format trl or swift"
+        )
+    record: dict[str, Any] = {"messages": messages}
+    if images:
+        record["images"] = images
+    return record, broken
+
+
+def llamafactory_info(file_name: str, with_images: bool) -> bytes:
+    """The ``dataset_info.json`` entry that names the data and its OpenAI-style tags."""
+    columns = {"messages": "messages", **({"images": "images"} if with_images else {})}
+    tags = {
+        "role_tag": "role",
+        "content_tag": "content",
+        "user_tag": "user",
+        "assistant_tag": "assistant",
+        "observation_tag": "tool",
+        "system_tag": "system",
+    }
+    info = {
+        LLAMAFACTORY_NAME: {
+            "file_name": file_name,
+            "formatting": "sharegpt",
+            "columns": columns,
+            "tags": tags,
+        }
+    }
+    return (json.dumps(info, indent=2) + "\n").encode()
+
+
+def swift_record(conversation: Conversation, store: ImageStore, root: Path) -> tuple[dict[str, Any], int]:
+    """One ms-swift line: messages (past replies of a windowed turn with ``"loss": false``), images."""
+    messages, images, broken = tagged_messages(conversation, store, lambda rel: str(root / rel))
+    for message, trained in zip(messages, conversation.trained, strict=True):
+        if message["role"] == "assistant" and not trained:
+            message["loss"] = False
+    record: dict[str, Any] = {"messages": messages}
+    if images:
+        record["images"] = images
+    return record, broken
+
+
+def json_lines(records: Sequence[dict[str, Any]]) -> bytes:
+    """JSONL bytes (UTF-8, keys in insertion order)."""
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
