@@ -99,7 +99,11 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
     ]
     counts, n = summary.get("metric_counts") or {}, summary.get("episodes")
     for name, value in (summary.get("metrics") or {}).items():
-        partial = f" ({counts[name]} of {n} episodes report it)" if counts.get(name, n) != n else ""
+        partial = (
+            f" ({counts[name]} of {n} episodes report it; the others count as 0)"
+            if counts.get(name, n) != n
+            else ""
+        )
         rows.append((f"metric: {name}", f"{_fmt(value)}{partial}"))
     body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(_fmt(v))}</td></tr>" for k, v in rows)
     return f'<table class="summary">{body}</table>'

@@ -1,10 +1,15 @@
-"""summary.json: the Wilson interval, means over the episodes that report a metric, statuses."""
+"""summary.json: the Wilson interval, metric means over every episode, statuses."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from vlm_envs.cli import main
 from vlm_envs.eval.summary import summarize, wilson_interval
+from vlm_envs.report import render_report
 
 
 @pytest.mark.parametrize(
@@ -25,7 +30,7 @@ def test_wilson_interval_of_nothing_is_everything() -> None:
     assert wilson_interval(0, 0) == (0.0, 1.0)
 
 
-def test_summarize_counts_means_and_partial_metrics() -> None:
+def test_summarize_counts_means_and_metrics_missing_from_some_episodes() -> None:
     records = [
         {
             "success": True,
@@ -58,9 +63,32 @@ def test_summarize_counts_means_and_partial_metrics() -> None:
     assert s["mean_reward"] == 0.5 and s["mean_turns"] == 5.0
     assert s["mean_tokens"] == 50.0 and s["mean_generated_tokens"] == 10.0  # only episodes that know them
     assert s["status_counts"] == {"completed": 1, "truncated": 1}
-    assert s["metrics"] == {"moves": 6.5, "success": 1.0}
+    assert s["metrics"] == {"moves": 6.5, "success": 0.5}  # the episode without success failed
     assert s["metric_counts"] == {"moves": 2, "success": 1}
     assert s["turn_metrics"] == {"valid": pytest.approx(2 / 3)}
+
+
+def test_a_metric_only_finished_episodes_report_is_averaged_over_every_episode(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Sokoban reports success only when an episode ends on its own: the ones the turn cap cut count
+    as failures in summary.json, the printed line and the report alike."""
+    out = tmp_path / "run"
+    assert main(["eval", "sokoban", "--policy", "random", "-n", "8", "--out", str(out), "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    assert 0 < summary["metric_counts"]["success"] < 8  # some episodes were cut before reporting it
+    assert summary["metrics"]["success"] == summary["success_rate"] == summary["successes"] / 8
+    assert f"success {summary['success_rate']:.1%}" in printed
+    page = (out / "index.html").read_text()
+    assert f"<th>metric: success</th><td>{summary['success_rate']:.3f}" in page
+    assert "the others count as 0" in page
+
+
+def test_the_report_shows_the_summary_means() -> None:
+    records = [{"episode": i, "metrics": {"success": True} if i == 0 else {}, "turns": []} for i in range(4)]
+    page = render_report(records, summarize(records))
+    assert "<th>metric: success</th><td>0.250 (1 of 4 episodes report it; the others count as 0)" in page
 
 
 def test_summarize_empty() -> None:

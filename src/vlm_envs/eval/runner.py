@@ -186,7 +186,7 @@ def _warn_non_finite(config: EvalConfig, non_finite: dict[str, float], index: in
             warned.add(name)
             print(
                 f"vlm-envs: warning: env {config.env!r} reported metric {name!r} = {value} (episode "
-                f"{index}); non-finite values are recorded as null and left out of the summary. "
+                f"{index}); non-finite values are recorded as null and count as 0 in the summary's means. "
                 "Report finite numbers (this warning is printed once per metric).",
                 file=sys.stderr,
             )

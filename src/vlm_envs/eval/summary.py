@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections import Counter
+from collections.abc import Mapping
 from typing import Any
+
+from vlm_envs.metrics import metric_counts, metric_means
 
 Z_95 = 1.959963984540054  # the 97.5th percentile of the standard normal
 
@@ -25,27 +27,12 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _numeric(value: Any) -> float | None:
-    if isinstance(value, bool | int | float) and math.isfinite(float(value)):
-        return float(value)
-    return None
-
-
-def _metric_values(metric_dicts: Iterable[Mapping[str, Any]]) -> dict[str, list[float]]:
-    values: dict[str, list[float]] = defaultdict(list)
-    for metrics in metric_dicts:
-        for name, value in (metrics or {}).items():
-            number = _numeric(value)
-            if number is not None:
-                values[name].append(number)
-    return dict(sorted(values.items()))
-
-
 def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The summary of ``results.jsonl`` records (``run`` is copied in as the run's description).
 
-    ``metrics`` averages each episode's final metrics over the episodes that report them
-    (``metric_counts`` says how many); ``turn_metrics`` averages every turn's. ``failed`` counts
+    ``metrics`` averages each episode's final metrics over every episode, those that do not report a
+    metric counting as 0 (:mod:`vlm_envs.metrics`; ``metric_counts`` says how many report it);
+    ``turn_metrics`` averages every reply turn's the same way. ``failed`` counts
     the episodes that ended ``failed`` and ``first_error`` is the first one's error, in record order.
     """
     n = len(records)
@@ -53,8 +40,8 @@ def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = 
     low, high = wilson_interval(successes, n)
     tokens = [float(r["tokens"]) for r in records if r.get("tokens") is not None]
     generated = [float(r["generated_tokens"]) for r in records if r.get("generated_tokens") is not None]
-    turn_metrics = (t.get("metrics") or {} for r in records for t in r.get("turns", []) if "metrics" in t)
-    final = _metric_values(r.get("metrics") or {} for r in records)
+    turn_metrics = [t.get("metrics") for r in records for t in r.get("turns", []) if "metrics" in t]
+    final = [r.get("metrics") for r in records]
     failed = [r for r in records if r.get("status") == "failed"]
     return {
         "run": dict(run or {}),
@@ -69,7 +56,7 @@ def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = 
         "status_counts": dict(sorted(Counter(str(r.get("status")) for r in records).items())),
         "failed": len(failed),
         "first_error": failed[0].get("error") if failed else None,
-        "metrics": {name: sum(v) / len(v) for name, v in final.items()},
-        "metric_counts": {name: len(v) for name, v in final.items()},
-        "turn_metrics": {name: sum(v) / len(v) for name, v in _metric_values(turn_metrics).items()},
+        "metrics": metric_means(final),
+        "metric_counts": metric_counts(final),
+        "turn_metrics": metric_means(turn_metrics),
     }
