@@ -1,0 +1,127 @@
+"""The LLaMA-Factory and ms-swift layouts, field by field against what their readers accept.
+
+The rules checked here are read from their source and docs (see :mod:`vlm_envs.sft.formats`):
+LLaMA-Factory's ``SharegptDatasetConverter`` (system first, then user/observation at even and
+assistant at odd positions, an even count) and ``dataset_info.json`` keys; ms-swift's standard
+``messages`` + ``images`` lines with ``"loss"`` on assistant messages only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from sft_helpers import MAX_TURNS
+
+from vlm_envs.sft import Conversation, FormatError, OracleSource, make_sft
+from vlm_envs.sft.formats import ImageStore, llamafactory_record, swift_record, trl_rows
+
+SHAREGPT_ROLES = {"system", "user", "assistant", "tool"}
+
+
+def _make(tmp_path: Path, env: str, fmt: str, history: str = "full", n: int = 2) -> Path:
+    out = tmp_path / f"{env}-{fmt}-{history.replace(':', '')}"
+    make_sft(OracleSource((env,), n, max_turns=MAX_TURNS), out, fmt=fmt, history=history)
+    return out
+
+
+def _check_sharegpt_record(record: dict, root: Path) -> None:
+    assert set(record) <= {"messages", "images"}
+    roles = [m["role"] for m in record["messages"]]
+    assert set(roles) <= SHAREGPT_ROLES
+    body = roles[1:] if roles[0] == "system" else roles
+    assert len(body) % 2 == 0 and body[-1] == "assistant"
+    assert all(r in ("user", "tool") for r in body[0::2]) and all(r == "assistant" for r in body[1::2])
+    tags = sum(m["content"].count("<image>") for m in record["messages"])
+    assert tags == len(record.get("images", []))
+    for path in record.get("images", []):
+        assert not Path(path).is_absolute()
+        assert Image.open(root / path).format == "PNG"
+
+
+@pytest.mark.parametrize("env", ["sokoban", "geo3k", "zoom_search"])
+@pytest.mark.parametrize("history", ["full", "window:2"])
+def test_llamafactory_layout(tmp_path: Path, env: str, history: str) -> None:
+    out = _make(tmp_path, env, "llamafactory", history)
+    info = json.loads((out / "dataset_info.json").read_text())
+    (entry,) = info.values()
+    assert entry["file_name"] == "data.json" and entry["formatting"] == "sharegpt"
+    assert entry["columns"]["messages"] == "messages"
+    assert entry["tags"] == {
+        "role_tag": "role",
+        "content_tag": "content",
+        "user_tag": "user",
+        "assistant_tag": "assistant",
+        "observation_tag": "tool",
+        "system_tag": "system",
+    }
+    records = json.loads((out / entry["file_name"]).read_text())
+    assert records
+    for record in records:
+        _check_sharegpt_record(record, out)
+    if "images" in entry["columns"]:
+        assert any("images" in r for r in records)
+
+
+def test_llamafactory_refuses_two_user_turns_in_a_row(tmp_path: Path) -> None:
+    with pytest.raises(FormatError, match="alternation"):
+        _make(tmp_path, "sokoban", "llamafactory", "window:0")
+
+
+@pytest.mark.parametrize("history", ["full", "window:1"])
+def test_swift_layout(tmp_path: Path, history: str) -> None:
+    out = _make(tmp_path, "sokoban", "swift", history)
+    lines = (out / "data.jsonl").read_text().splitlines()
+    assert lines
+    for line in lines:
+        record = json.loads(line)
+        assert set(record) <= {"messages", "images"}
+        messages = record["messages"]
+        assert {m["role"] for m in messages} <= SHAREGPT_ROLES
+        assert messages[-1]["role"] == "assistant" and "loss" not in messages[-1]
+        for m in messages:
+            assert set(m) <= {"role", "content", "loss"}
+            if "loss" in m:
+                assert m["role"] == "assistant" and m["loss"] is False and history != "full"
+        assert sum(m["content"].count("<image>") for m in messages) == len(record["images"])
+        assert all(Path(p).is_absolute() and Path(p).is_file() for p in record["images"])
+
+
+def _conversation(*messages: dict) -> Conversation:
+    return Conversation(tuple(messages), tuple(m["role"] == "assistant" for m in messages))
+
+
+def test_literal_image_tags_stay_text() -> None:
+    image = Image.new("RGB", (8, 8), "red")
+    conv = _conversation(
+        {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "go"}]},
+        {"role": "assistant", "content": "I see <image> here <image>"},
+    )
+    store = ImageStore()
+    record, broken = llamafactory_record(conv, store)
+    assert broken == 2 and record["images"] == list(store.files)
+    assert sum(m["content"].count("<image>") for m in record["messages"]) == 1
+    record, _ = swift_record(conv, store, Path("/data"))
+    assert record["images"] == [f"/data/{next(iter(store.files))}"]
+
+
+def test_images_are_written_once_per_content() -> None:
+    store = ImageStore()
+    a, b = Image.new("RGB", (8, 8), "red"), Image.new("RGB", (8, 8), "blue")
+    assert store.add(a) == store.add(a.copy()) != store.add(b)
+    assert len(store.files) == 2
+
+
+def test_trl_refuses_an_image_in_a_tool_message() -> None:
+    image = Image.new("RGB", (8, 8), "red")
+    conv = _conversation(
+        {"role": "user", "content": "find it"},
+        {"role": "assistant", "content": "<tool_call>zoom</tool_call>"},
+        {"role": "tool", "content": [{"type": "image", "image": image}]},
+        {"role": "assistant", "content": "<answer>A</answer>"},
+    )
+    with pytest.raises(FormatError, match="tool message"):
+        trl_rows(conv)
+    assert len(trl_rows(_conversation(*conv.messages[:2]))) == 1
