@@ -216,22 +216,23 @@ async def _run(
         if progress_stream is not None:
             successes = sum(bool(r.get("success")) for r in kept if r.get("episode") in done)
             progress = Progress(config.n, done=len(done), successes=successes, stream=progress_stream)
-        sem = asyncio.Semaphore(config.concurrency)
         warned: set[str] = set()
+        # planned as they are played: -n 5000000 made 5 million tasks (6.6 GiB) before the first episode
+        todo = (i for i in range(config.n) if i not in done)
 
-        async def one(index: int, sink: TextIO) -> None:
-            async with sem:
+        async def player(sink: TextIO) -> None:
+            for index in todo:  # the players share one iterator: each index is played once
                 finished = await runner.play(index)
-            _warn_non_finite(config, finished.non_finite, index, warned)
-            await asyncio.to_thread(write_frames, config.out, finished.frames)
-            record = finished.record
-            sink.write(json.dumps(record, ensure_ascii=False) + "\n")
-            sink.flush()
-            if progress is not None:
-                progress.update(record["success"])
+                _warn_non_finite(config, finished.non_finite, index, warned)
+                await asyncio.to_thread(write_frames, config.out, finished.frames)
+                record = finished.record
+                sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+                sink.flush()
+                if progress is not None:
+                    progress.update(record["success"])
 
         with (config.out / RESULTS).open("a", encoding="utf-8") as sink:
-            await asyncio.gather(*(one(i, sink) for i in range(config.n) if i not in done))
+            await asyncio.gather(*(player(sink) for _ in range(min(config.concurrency, config.n))))
         if progress is not None:
             progress.finish()
     finally:
