@@ -171,14 +171,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_make_dataset(args: argparse.Namespace) -> int:
     """Write slime- or verl-ready parquet rows, the matching YAML, and how to launch a run."""
-    from vlm_envs.eval.datasets import RowBuildError, make_dataset, run_here
+    from vlm_envs.eval.datasets import OutputExistsError, RowBuildError, check_outputs, make_dataset, run_here
     from vlm_envs.eval.runner import one_line
+    from vlm_envs.files import OutputError
 
     out = Path(args.out)
     if out.is_dir():
         raise UsageError(f"--out {str(out)!r} is a folder; give a file name such as train.parquet")
     if args.backend is not None and args.trainer != "verl":
         raise UsageError("--backend picks verl's trainer: give it with --trainer verl")
+    try:  # before any row is built
+        check_outputs(out, args.trainer, args.force)
+    except (OutputExistsError, ValueError) as err:
+        raise UsageError(str(err)) from err
     shards = _ray_shards(args.ray) if args.ray is not None else None
     try:
         files = make_dataset(
@@ -191,8 +196,9 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
             trainer=args.trainer,
             backend=args.backend or "fsdp",
             runner=shards.run if shards is not None else run_here,
+            force=args.force,
         )
-    except (UnknownEnvError, EnvLoadError) as err:
+    except (UnknownEnvError, EnvLoadError, OutputExistsError, OutputError) as err:
         raise UsageError(str(err)) from err
     except RowBuildError as err:
         raise UsageError(f"make-dataset {args.env!r} --ray: {err}") from err
@@ -325,6 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--out", required=True, help="parquet file to write (the YAML goes next to it)")
     ds.add_argument(
         "--trainer", choices=("slime", "verl"), default="slime", help="whose layout (default slime)"
+    )
+    ds.add_argument(
+        "--force", action="store_true", help="replace --out and its YAML if they exist (else it refuses)"
     )
     ds.add_argument(
         "--backend", choices=("fsdp", "megatron"), help="with --trainer verl: verl's trainer (default fsdp)"

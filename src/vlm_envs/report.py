@@ -18,6 +18,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from vlm_envs.files import write_atomic
+
 REPORT_FILE = "index.html"
 #: How the report holds its images: embedded in the page, or linked to ``frames/``.
 REPORT_MODES = ("self-contained", "linked")
@@ -281,12 +283,9 @@ def write_report(
     mode: str = DEFAULT_REPORT_MODE,
 ) -> Path:
     """Write ``index.html`` into ``out_dir`` from the frames under ``out_dir/frames``: embedded
-    (``self-contained``) or linked (``linked``)."""
+    (``self-contained``) or linked (``linked``). The old page is replaced whole or not at all."""
     if mode not in REPORT_MODES:
         raise ValueError(f"report mode {mode!r}: use one of {', '.join(REPORT_MODES)}")
     out = Path(out_dir)
-    path = out / REPORT_FILE
-    path.write_text(
-        render_report(records, summary, out if mode == "self-contained" else None), encoding="utf-8"
-    )
-    return path
+    page = render_report(records, summary, out if mode == "self-contained" else None)
+    return write_atomic(out / REPORT_FILE, page)

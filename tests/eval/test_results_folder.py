@@ -182,3 +182,28 @@ def test_two_resume_runs_at_once_one_is_turned_away_then_a_kill_leaves_no_stale_
     assert third.returncode == 0, third.stderr
     episodes = [json.loads(line)["episode"] for line in _lines(out)]
     assert sorted(episodes) == list(range(n))  # none lost, none written twice
+
+
+def _limit_file_size() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))  # a disk that fills at 30 kB per file
+
+
+def test_a_report_that_cannot_be_written_leaves_the_old_one_whole(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    base = [sys.executable, "-m", "vlm_envs.cli", "eval", "sokoban", "--policy", "oracle", "--out", str(out)]
+    assert subprocess.run([*base, "-n", "2", "--quiet"], capture_output=True, timeout=120).returncode == 0
+    page = (out / "index.html").read_bytes()
+    assert 10_000 < len(page) < 30_000
+    proc = subprocess.run(
+        [*base, "-n", "4", "--resume", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limit_file_size,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == f"vlm-envs: error: cannot write {str(out / 'index.html')!r}: File too large\n"
+    assert (out / "index.html").read_bytes() == page  # not cut at 30 kB
+    assert len(_lines(out)) == 4 and not [p for p in out.iterdir() if p.name.startswith(".")]

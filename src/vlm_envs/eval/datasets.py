@@ -20,8 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vlm_envs.files import OutputError, replacing, write_atomic
 from vlm_envs.imaging import png_bytes
-from vlm_envs.protocol import DEFAULT_MAX_TURNS
+from vlm_envs.protocol import DEFAULT_MAX_TURNS, SEED_LIMIT
 from vlm_envs.registry import build_env, get_spec
 
 if TYPE_CHECKING:
@@ -34,6 +35,10 @@ Row = dict[str, Any]
 
 class RowBuildError(RuntimeError):
     """Rows could not be built where they were sent (no cluster to join, a shard that failed)."""
+
+
+class OutputExistsError(Exception):
+    """make-dataset would replace files that exist, and was not told to (``force``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,12 +124,42 @@ def run_here(make: Callable[[int, int], list[Row]], seed: int, n: int) -> list[R
 
 
 def write_rows(rows: list[Row], path: Path) -> None:
-    """The one parquet writer of make-dataset (slime and verl rows; ``images`` as image features)."""
+    """The one parquet writer of make-dataset (slime and verl rows; ``images`` as image features).
+
+    The file is replaced whole or not at all (:func:`vlm_envs.files.replacing`).
+    """
     import datasets
 
     table = datasets.Dataset.from_list(rows)
     table = table.cast_column(IMAGES_KEY, datasets.Sequence(datasets.Image()))
-    table.to_parquet(str(path))
+    with replacing(path) as partial:
+        table.to_parquet(str(partial))
+
+
+def output_files(out: str | Path, trainer: str) -> tuple[Path, Path]:
+    """The parquet and the YAML that make-dataset writes for ``out`` and ``trainer``."""
+    path = Path(out)
+    if trainer == "verl":
+        from vlm_envs.eval.verl_dataset import agent_loop_yaml_path
+
+        return path, agent_loop_yaml_path(path)
+    return path, path.with_suffix(".yaml")
+
+
+def check_outputs(out: str | Path, trainer: str, force: bool) -> None:
+    """Raise :class:`OutputExistsError` if make-dataset would replace a file and ``force`` is off,
+    ``ValueError`` if ``out`` names the YAML itself."""
+    parquet, yaml = output_files(out, trainer)
+    if parquet == yaml:
+        raise ValueError(
+            f"--out {str(parquet)!r} is where the YAML goes; give a file name such as train.parquet"
+        )
+    existing = [str(p) for p in (parquet, yaml) if p.exists()]
+    if existing and not force:
+        raise OutputExistsError(
+            f"{' and '.join(map(repr, existing))} already exist (a YAML may hold keys you added, such as "
+            "vlm_envs_workers): pass --force to replace them, or choose another --out"
+        )
 
 
 def slime_yaml(env_target: str, max_turns: int) -> str:
@@ -146,22 +181,31 @@ def make_dataset(
     trainer: str = "slime",
     backend: str = "fsdp",
     runner: RowRunner = run_here,
+    force: bool = False,
 ) -> DatasetFiles | VerlFiles:
     """Write ``n`` rows to ``out`` (parquet) and the trainer's YAML next to it.
 
     For slime (the default) the YAML is ``--custom-config-path``'s (same name, ``.yaml``); for verl
     it is the agent-loop YAML (see :mod:`vlm_envs.eval.verl_dataset`), and ``backend`` picks verl's
     FSDP or Megatron trainer for the printed overrides. ``runner`` says where the rows are built
-    (here by default; :class:`vlm_envs.eval.ray_dataset.RayShards` for a Ray cluster).
+    (here by default; :class:`vlm_envs.eval.ray_dataset.RayShards` for a Ray cluster). Files that
+    exist are replaced only with ``force`` (:class:`OutputExistsError`); each file is replaced whole
+    or not at all, and one that cannot be written raises :class:`~vlm_envs.files.OutputError`.
     """
     if n < 1:
         raise ValueError(f"-n must be at least 1, got {n}")
     if trainer not in TRAINERS:
         raise ValueError(f"--trainer must be one of {TRAINERS}, got {trainer!r}")
+    if not (seed >= 0 and seed + n <= SEED_LIMIT):
+        raise ValueError(f"--seed must keep the rows' seeds (seed + i) in [0, 2**64), got {seed}")
     env_config = dict(env_config or {})
+    check_outputs(out, trainer, force)
     spec = get_spec(env_name)
-    path = Path(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path, yaml_path = output_files(out, trainer)
+    try:  # an unwritable folder fails before the rows are built
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise OutputError(f"cannot write {str(path)!r}: {err.strerror or err}") from err
     import datasets  # the data extra
 
     datasets.disable_progress_bars()  # the command prints its own line
@@ -176,6 +220,5 @@ def make_dataset(
     write_rows(rows, path)
     if trainer == "verl":
         return write_verl_yaml(path, n, env_name, max_turns, backend)  # type: ignore[arg-type]
-    yaml_path = path.with_suffix(".yaml")
-    yaml_path.write_text(slime_yaml(spec.target, max_turns or DEFAULT_MAX_TURNS))
+    write_atomic(yaml_path, slime_yaml(spec.target, max_turns or DEFAULT_MAX_TURNS))
     return DatasetFiles(parquet=path, yaml=yaml_path, rows=n)

@@ -25,6 +25,7 @@ from vlm_envs.eval.policy_kinds import build_policy
 from vlm_envs.eval.progress import Progress
 from vlm_envs.eval.records import json_safe, write_frames
 from vlm_envs.eval.summary import summarize
+from vlm_envs.files import OutputError, write_atomic
 from vlm_envs.protocol import SEED_LIMIT
 from vlm_envs.registry import EnvLoadError, UnknownEnvError
 
@@ -210,7 +211,10 @@ async def _run(
         raise EvalError(str(err)) from err
     try:
         kept = _prepare_out(config, held)
-        (config.out / RUN).write_text(json.dumps(config.run_info(), indent=2) + "\n")
+        try:
+            write_atomic(config.out / RUN, json.dumps(config.run_info(), indent=2) + "\n")
+        except OutputError as err:
+            raise EvalError(str(err)) from err
         done = {r["episode"] for r in kept}
         progress = None
         if progress_stream is not None:
@@ -224,10 +228,15 @@ async def _run(
             for index in todo:  # the players share one iterator: each index is played once
                 finished = await runner.play(index)
                 _warn_non_finite(config, finished.non_finite, index, warned)
-                await asyncio.to_thread(write_frames, config.out, finished.frames)
                 record = finished.record
-                sink.write(json.dumps(record, ensure_ascii=False) + "\n")
-                sink.flush()
+                try:  # a full disk: --resume replays what is not on a complete line
+                    await asyncio.to_thread(write_frames, config.out, finished.frames)
+                    sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    sink.flush()
+                except OSError as err:
+                    raise EvalError(
+                        f"cannot write episode {index} in {str(config.out)!r}: {err.strerror or err}"
+                    ) from err
                 if progress is not None:
                     progress.update(record["success"])
 
@@ -266,6 +275,9 @@ def run_eval(
         latest = {r["episode"]: r for r in read_results(config.out / RESULTS)}
         records = [latest[i] for i in sorted(latest)]
         summary = summarize(records, config.run_info())
-        (config.out / SUMMARY).write_text(json.dumps(json_safe(summary), indent=2) + "\n")
-        write_report(config.out, records, summary, config.report)
+        try:
+            write_atomic(config.out / SUMMARY, json.dumps(json_safe(summary), indent=2) + "\n")
+            write_report(config.out, records, summary, config.report)
+        except OutputError as err:
+            raise EvalError(str(err)) from err
     return summary

@@ -17,6 +17,7 @@ import types
 from pathlib import Path
 from typing import Any, Literal
 
+from vlm_envs.files import write_atomic
 from vlm_envs.imaging import png_bytes
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.registry import build_env
@@ -144,13 +145,17 @@ def check_backend(backend: str) -> None:
         raise ValueError(f"--backend must be one of {sorted(CONFIG_NAMES)}, got {backend!r}")
 
 
+def agent_loop_yaml_path(path: Path) -> Path:
+    """Where the agent-loop YAML of the rows at ``path`` goes: ``NAME.agent_loop.yaml``."""
+    return path.with_suffix(".agent_loop.yaml")
+
+
 def write_verl_yaml(
     path: Path, n: int, env_name: str, max_turns: int | None, backend: Backend = "fsdp"
 ) -> VerlFiles:
-    """Write the agent-loop YAML next to the rows at ``path`` (``NAME.agent_loop.yaml``)."""
+    """Write the agent-loop YAML next to the rows at ``path`` (:func:`agent_loop_yaml_path`)."""
     check_backend(backend)
-    yaml_path = path.with_suffix(".agent_loop.yaml")
-    yaml_path.write_text(agent_loop_yaml())
+    yaml_path = write_atomic(agent_loop_yaml_path(path), agent_loop_yaml())
     return VerlFiles(
         parquet=path.resolve(),
         yaml=yaml_path.resolve(),
