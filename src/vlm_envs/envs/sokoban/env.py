@@ -25,6 +25,7 @@ from PIL import Image
 
 from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.sokoban import rationale
 from vlm_envs.envs.sokoban.actions import format_answer, parse_answer
 from vlm_envs.envs.sokoban.board import (
     LEGEND,
@@ -247,6 +248,13 @@ class SokobanEnv(EpisodicEnv[SokobanConfig, _Episode]):
     def oracle_response(self) -> str | None:
         """The optimal player's next answer (:meth:`solver_response`)."""
         return self.solver_response()
+
+    def oracle_rationale(self) -> str | None:
+        """Where the player and the boxes are and what the oracle's next moves do."""
+        moves = self.solution()
+        if not moves:
+            return None
+        return rationale.explain(self.layout, self.state, moves, self.config.max_actions_per_step)
 
     def random_response(self, rng: random.Random) -> str:
         """A well-formed answer with random moves, in varied spelling and separators."""
