@@ -19,6 +19,7 @@ from PIL import Image
 
 from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.fog_maze import rationale
 from vlm_envs.envs.fog_maze.actions import ACTION_NAMES, format_actions, parse_actions
 from vlm_envs.envs.fog_maze.config import FogMazeConfig
 from vlm_envs.envs.fog_maze.maze import Cell, Maze, apply_action, generate_maze, layout_ascii
@@ -123,6 +124,11 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
             return None
         path = shortest_actions(ep.maze.walls, ep.cell, ep.heading, ep.maze.goal, self.config.view)
         return format_actions(path[: self.config.max_actions_per_turn], self.config.view)
+
+    def oracle_rationale(self) -> str | None:
+        """What the view shows and which way the oracle's shortest path goes, or None when done."""
+        ep = self._ep
+        return None if ep is None or ep.done else rationale.explain(ep.maze, ep.cell, ep.heading, self.config)
 
     def random_response(self, rng: random.Random) -> str:
         """A well-formed answer of random actions."""
