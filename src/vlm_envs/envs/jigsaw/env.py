@@ -17,6 +17,7 @@ from PIL import Image
 
 from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.jigsaw import rationale
 from vlm_envs.envs.jigsaw.actions import format_swaps, parse_swaps
 from vlm_envs.envs.jigsaw.board import Board, in_place, optimal_swaps, oracle_swaps, shuffled, swap
 from vlm_envs.envs.jigsaw.config import JigsawConfig
@@ -107,6 +108,13 @@ class JigsawEnv(EpisodicEnv[JigsawConfig, _Episode]):
         if ep is None or ep.done:
             return None
         return format_swaps(oracle_swaps(ep.board)[: self.config.max_swaps_per_turn])
+
+    def oracle_rationale(self) -> str | None:
+        """Which tiles are out of place and which ones the oracle's swaps put in place, or None when done."""
+        ep = self._ep
+        if ep is None or ep.done:
+            return None
+        return rationale.explain(ep.board, oracle_swaps(ep.board)[: self.config.max_swaps_per_turn])
 
     def random_response(self, rng: random.Random) -> str:
         """A well-formed answer of random swaps."""
