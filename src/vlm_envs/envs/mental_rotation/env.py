@@ -20,6 +20,7 @@ from PIL import Image
 
 from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.mental_rotation import rationale
 from vlm_envs.envs.mental_rotation.actions import MIRROR_WORDS, parse_turns, parse_word
 from vlm_envs.envs.mental_rotation.config import MentalRotationConfig
 from vlm_envs.envs.mental_rotation.render import radius_of, render
@@ -137,6 +138,16 @@ class MentalRotationEnv(EpisodicEnv[MentalRotationConfig, _Episode]):
             return f"<answer>{ep.answer}</answer>"
         turns = shortest_turns(ep.goals, ep.orientation)[: self.config.max_actions_per_turn]
         return "<answer>" + " ".join(turns) + "</answer>"
+
+    def oracle_rationale(self) -> str | None:
+        """Which quarter turns take one view to the other (or show the mirror image); None when done."""
+        ep = self._ep
+        if ep is None or ep.done:
+            return None
+        if self.config.mode == "mirror":
+            return rationale.explain_mirror(ep.cubes, ep.left, ep.orientation, ep.answer, self._view)
+        turns = shortest_turns(ep.goals, ep.orientation)
+        return rationale.explain_turns(len(ep.cubes), turns, self.config.max_actions_per_turn)
 
     def random_response(self, rng: random.Random) -> str:
         """A well-formed answer: random turns, or a random word in ``mirror`` mode."""
