@@ -22,7 +22,7 @@ from PIL import Image
 from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
-from vlm_envs.envs.zoom_search import renderer
+from vlm_envs.envs.zoom_search import rationale, renderer
 from vlm_envs.envs.zoom_search.config import MIN_ZOOM_PX, ZoomSearchConfig
 from vlm_envs.envs.zoom_search.generator import Scene, generate_scene
 from vlm_envs.protocol import Observation, StepInfo
@@ -249,6 +249,15 @@ class ZoomSearchEnv(EpisodicEnv[ZoomSearchConfig, _Episode]):
         if ep.zooms_done == 0 and self.config.max_zooms > 0 and self.config.max_turns > 1:
             return f"Let me zoom in. {self.zoom_call(self._oracle_box())}"
         return f"The code is \\boxed{{{ep.scene.target_object.code}}}."
+
+    def oracle_rationale(self) -> str | None:
+        """Where the target is and why zoom there, or what the zoom showed; None when done."""
+        ep = self._ep
+        if ep is None or ep.done:
+            return None
+        if ep.zooms_done == 0 and self.config.max_zooms > 0 and self.config.max_turns > 1:
+            return rationale.explain_zoom(ep.scene.target_object, self._oracle_box(), self._frame()[0])
+        return rationale.explain_answer(ep.scene.target_object, ep.zoom_hit)
 
     def random_response(self, rng: random.Random) -> str:
         """Plausible and broken replies drawn from ``rng``: zooms anywhere, guesses, malformed calls."""
