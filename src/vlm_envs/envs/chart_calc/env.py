@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 from PIL import Image
 
+from vlm_envs.envs.chart_calc import rationale
 from vlm_envs.envs.chart_calc.calc import MAX_EXPRESSION_CHARS, CalcError, evaluate, format_value
 from vlm_envs.envs.chart_calc.config import ChartCalcConfig
 from vlm_envs.envs.chart_calc.generator import ChartTable, Question, generate_question, generate_table
@@ -186,6 +187,13 @@ class ChartCalcEnv(EpisodicEnv[ChartCalcConfig, _Episode]):
         if ep.calc_calls == 0 and self.config.max_turns > 1:
             return f"Let me compute. {format_tool_call(TOOL_NAME, {'expression': ep.question.expression})}"
         return f"The answer is \\boxed{{{ep.question.answer}}}."
+
+    def oracle_rationale(self) -> str | None:
+        """The chart values the question needs and the arithmetic on them; None when done."""
+        ep = self._ep
+        if ep is None or ep.done:
+            return None
+        return rationale.explain(ep.table, ep.question, ep.calc_calls == 0 and self.config.max_turns > 1)
 
     def random_response(self, rng: random.Random) -> str:
         """Plausible and broken replies drawn from ``rng``: calls, guesses, malformed calls."""

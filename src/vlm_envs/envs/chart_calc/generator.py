@@ -68,6 +68,8 @@ class Question:
     answer: str
     expression: str
     numeric: bool
+    #: The chart's values the answer needs, as (series, category) indices into ``ChartTable.values``.
+    reads: tuple[tuple[int, int], ...] = ()
 
 
 def generate_table(config: ChartCalcConfig, rng: np.random.Generator) -> ChartTable:
@@ -130,33 +132,38 @@ def generate_question(table: ChartTable, config: ChartCalcConfig, rng: np.random
         if va < vb:
             a, b, va, vb = b, a, vb, va
         text = f"How much greater is the value of {_name(table, s, a)} than that of {_name(table, s, b)}?"
-        return Question(kind, f"{text} {_rule(0)}", str(va - vb), f"{va} - {vb}", True)
+        return Question(kind, f"{text} {_rule(0)}", str(va - vb), f"{va} - {vb}", True, ((s, a), (s, b)))
     if kind == "ratio":
         text = f"What is the value of {_name(table, s, a)} divided by that of {_name(table, s, b)}?"
-        return Question(kind, f"{text} {_rule(2)}", _rounded(Fraction(va, vb), 2), f"{va} / {vb}", True)
+        answer = _rounded(Fraction(va, vb), 2)
+        return Question(kind, f"{text} {_rule(2)}", answer, f"{va} / {vb}", True, ((s, a), (s, b)))
     if kind == "sum":
         picked = sorted(int(i) for i in rng.choice(n, 3, replace=False))
         names = ", ".join(_name(table, s, c) for c in picked[:-1]) + f" and {_name(table, s, picked[-1])}"
         total = sum(row[c] for c in picked)
         expr = " + ".join(str(row[c]) for c in picked)
-        return Question(kind, f"What is the sum of the values of {names}? {_rule(0)}", str(total), expr, True)
+        text = f"What is the sum of the values of {names}? {_rule(0)}"
+        return Question(kind, text, str(total), expr, True, tuple((s, c) for c in picked))
     if kind == "mean":
         where = f" in {table.series[s]}" if table.series[s] else ""
         text = f"What is the mean of the values of all {n} categories{where}? {_rule(2)}"
         expr = f"({' + '.join(map(str, row))}) / {n}"
-        return Question(kind, text, _rounded(Fraction(sum(row), n), 2), expr, True)
+        reads = tuple((s, c) for c in range(n))
+        return Question(kind, text, _rounded(Fraction(sum(row), n), 2), expr, True, reads)
     if kind == "percent_change":
         if len(table.series) > 1:  # one category from an earlier year to a later one
             s, t = sorted(int(i) for i in rng.choice(len(table.series), 2, replace=False))
             va, vb = table.values[s][a], table.values[t][a]
             span = f"{table.categories[a]} from {table.series[s]} to {table.series[t]}"
+            reads = ((s, a), (t, a))
         else:
             a, b = min(a, b), max(a, b)
             va, vb = row[a], row[b]
             span = f"from {table.categories[a]} to {table.categories[b]}"
+            reads = ((s, a), (s, b))
         text = f"By what percentage did the value change {span} (negative for a decrease)? {_rule(1)}"
         change = Fraction(vb - va, va) * 100
-        return Question(kind, text, _rounded(change, 1), f"({vb} - {va}) / {va} * 100", True)
+        return Question(kind, text, _rounded(change, 1), f"({vb} - {va}) / {va} * 100", True, reads)
     return _which(table, s, rng)
 
 
@@ -175,6 +182,7 @@ def _which(table: ChartTable, s: int, rng: np.random.Generator) -> Question:
         )
         pairs = ", ".join(f"{table.values[s][c]} - {table.values[t][c]}" for c in range(len(gaps)))
         scores, expr = [Fraction(g) for g in gaps], f"max({pairs})"
+        reads = tuple((u, c) for c in range(len(gaps)) for u in (s, t))
     else:
         row = table.values[0]
         mean = Fraction(sum(row), len(row))
@@ -185,13 +193,13 @@ def _which(table: ChartTable, s: int, rng: np.random.Generator) -> Question:
             "Answer with the category's name."
         )
         expr = f"({' + '.join(map(str, row))}) / {len(row)}"
+        reads = tuple((0, c) for c in range(len(row)))
     if sorted(scores)[-1] == sorted(scores)[-2]:
         row = table.values[s]
         big, small = int(np.argmax(row)), int(np.argmin(row))
         text = (
             f"How much greater is the value of {_name(table, s, big)} than that of {_name(table, s, small)}?"
         )
-        return Question(
-            "difference", f"{text} {_rule(0)}", str(row[big] - row[small]), f"{row[big]} - {row[small]}", True
-        )
-    return Question("which", text, table.categories[best], expr, False)
+        answer, expr = str(row[big] - row[small]), f"{row[big]} - {row[small]}"
+        return Question("difference", f"{text} {_rule(0)}", answer, expr, True, ((s, big), (s, small)))
+    return Question("which", text, table.categories[best], expr, False, reads)
