@@ -171,3 +171,31 @@ def test_make_dataset_geo3k_uses_the_geo3k_rows(capsys: pytest.CaptureFixture[st
     assert len(rows) == 2 and all(r["answer"] for r in rows)
     assert all(json.dumps(r["metadata"]["tools"]) for r in rows)
     assert "rollout_interaction_env_path: vlm_envs.envs.geo3k" in (tmp_path / "geo.yaml").read_text()
+
+
+def test_check_prints_what_passed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "sokoban", "--config", "grid_size=[6,6]"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert out == [
+        "sokoban: passed 8 checks: types, determinism, unseeded resets, hostile replies, step after the end, "
+        "oracle, close, rebuild"
+    ]
+
+
+def test_check_lists_the_failures_and_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "toyenvs.broken:DropsImages", "--no-rebuild"]) == 1
+    captured = capsys.readouterr()
+    assert (
+        captured.err.startswith("vlm-envs: check: toyenvs.broken:DropsImages failed 1 check(s):\n")
+        and "  - types: " in captured.err
+    )
+    assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out == f"vlm-envs {version('vlm-envs')}\n"

@@ -1,4 +1,4 @@
-"""The ``vlm-envs`` command: ``list``, ``play``, ``eval`` and ``make-dataset``.
+"""The ``vlm-envs`` command: ``list``, ``check``, ``play``, ``eval`` and ``make-dataset``.
 
 Problems the user must fix (unknown env or policy, unreachable server, bad output path, bad
 config) end with one ``vlm-envs: error: ...`` line on stderr and exit code 2, no traceback. An
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 USAGE_ERROR = 2
 #: ``eval`` exit code when every episode ended FAILED: the run measured nothing.
 ALL_FAILED = 1
+#: ``check`` exit code when the env failed a check.
+CHECK_FAILED = 1
 DEFAULT_EPISODES = 32
 #: ``--ray`` without an address: Ray's own choice (see ``--ray``'s help).
 RAY_AUTO = "auto"
@@ -33,6 +35,15 @@ fix before it can run (bad env, policy or options, unreachable server or tokeniz
 in use by another run, a corrupt results.jsonl, or --resume -n below the episodes already recorded);
 130 when interrupted. --resume without -n continues to the n the run in --out was started with.
 """
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vlm-envs")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
 
 
 class UsageError(Exception):
@@ -76,26 +87,32 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def _build_env(name: str, max_turns: int | None, config: dict[str, Any]) -> Any:
-    from vlm_envs.eval.runner import EvalConfig, make_env, one_line
+    """The env as the command line asks for it; :class:`UsageError` saying why it cannot be built."""
+    from vlm_envs.eval.config import EnvConfigError, build_configured_env
 
     try:
-        return make_env(
-            EvalConfig(env=name, policy="", n=1, out=Path(), max_turns=max_turns, env_config=config)
-        )
-    except (UnknownEnvError, EnvLoadError) as err:
+        return build_configured_env(name, max_turns, config)
+    except (UnknownEnvError, EnvLoadError, EnvConfigError) as err:
         raise UsageError(str(err)) from err
-    except (TypeError, ValueError) as err:
-        raise UsageError(f"env {name!r} rejects its config: {one_line(err)}") from err
 
 
 def cmd_play(args: argparse.Namespace) -> int:
     """Play an env in the terminal."""
     from vlm_envs.eval.play import PlaySession
+    from vlm_envs.protocol import SEED_LIMIT
 
+    if not 0 <= args.seed < SEED_LIMIT:
+        raise UsageError(f"--seed must be in [0, 2**64), got {args.seed}")
     env = _build_env(args.env, args.max_turns, _env_config(args.config))
     frames = Path(args.save_frames) if args.save_frames else None
     if frames is not None and frames.exists() and not frames.is_dir():
         raise UsageError(f"--save-frames path {str(frames)!r} is a file, not a folder")
+    try:
+        if frames is not None:
+            frames.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        env.close()
+        raise UsageError(f"cannot write frames to {str(frames)!r}: {err.strerror or err}") from err
     try:
         PlaySession(env, sys.stdin, sys.stdout, frames, args.wrap).run(args.seed)
     finally:
@@ -184,6 +201,8 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
         check_outputs(out, args.trainer, args.force)
     except (OutputExistsError, ValueError) as err:
         raise UsageError(str(err)) from err
+    config = _env_config(args.config)
+    _build_env(args.env, args.max_turns, config).close()  # a config the env refuses fails here, once
     shards = _ray_shards(args.ray) if args.ray is not None else None
     try:
         files = make_dataset(
@@ -192,7 +211,7 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
             out,
             args.seed,
             args.max_turns,
-            _env_config(args.config),
+            config,
             trainer=args.trainer,
             backend=args.backend or "fsdp",
             runner=shards.run if shards is not None else run_here,
@@ -217,6 +236,22 @@ def cmd_make_dataset(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    """Run ``check_env`` on an env: what passed on one line, or every failure and exit code 1."""
+    from vlm_envs.checker import EnvCheckError, check_env
+
+    env = _build_env(args.env, args.max_turns, _env_config(args.config))
+    try:
+        passed = check_env(env, args.seed, rebuild=not args.no_rebuild)
+    except EnvCheckError as err:
+        print(f"vlm-envs: check: {err}", file=sys.stderr)
+        return CHECK_FAILED
+    finally:
+        env.close()
+    print(f"{args.env}: passed {len(passed)} checks: {', '.join(passed)}")
+    return 0
+
+
 def _ray_shards(address: str) -> RayShards:
     """make-dataset's Ray runner (:class:`vlm_envs.eval.ray_dataset.RayShards`); ``auto``: see --ray."""
     try:
@@ -229,6 +264,7 @@ def _ray_shards(address: str) -> RayShards:
 def build_parser() -> argparse.ArgumentParser:
     """The ``vlm-envs`` argument parser."""
     parser = _Parser(prog="vlm-envs", description="Multi-turn vision-language RL environments.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     sub.add_parser("list", help="registered envs with their description and source").set_defaults(
@@ -244,6 +280,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--config", action="append", default=[], metavar="KEY=VALUE", help="env config (JSON values)"
         )
+
+    check = sub.add_parser("check", help="run check_env, the conformance suite, on an env")
+    env_options(check)
+    check.add_argument("--no-rebuild", action="store_true", help="skip rebuilding the env in another process")
+    check.set_defaults(func=cmd_check)
 
     play = sub.add_parser("play", help="play an env in the terminal")
     env_options(play)

@@ -8,10 +8,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from vlm_envs.eval.config_errors import config_error_text
 from vlm_envs.eval.policies import PolicyOptions
 from vlm_envs.eval.records import json_safe
 from vlm_envs.protocol import Env
-from vlm_envs.registry import build_env
+from vlm_envs.registry import EnvLoadError, UnknownEnvError, build_env
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +63,25 @@ class EvalConfig:
         return json_safe(info)
 
 
+class EnvConfigError(ValueError):
+    """The env cannot be built with the config given; the message says why in one line."""
+
+
+def build_configured_env(name: str, max_turns: int | None, env_config: Mapping[str, Any]) -> Env:
+    """Env ``name`` built with ``env_config``; ``max_turns`` reaches it as the trainer's ``args.max_turns``.
+
+    An unknown env raises the registry's errors; an env that refuses (or breaks on) its config raises
+    :class:`EnvConfigError` saying why in one line, with the valid keys where a key was unknown.
+    """
+    args = types.SimpleNamespace(max_turns=max_turns) if max_turns is not None else None
+    try:
+        return build_env(name, args=args, **dict(env_config))
+    except (UnknownEnvError, EnvLoadError):
+        raise
+    except Exception as err:  # an env's constructor can fail in any way on a value it did not expect
+        raise EnvConfigError(config_error_text(name, err)) from err
+
+
 def make_env(config: EvalConfig) -> Env:
-    """One env as the run builds it: ``max_turns`` reaches it as the trainer's ``args.max_turns``."""
-    args = types.SimpleNamespace(max_turns=config.max_turns) if config.max_turns is not None else None
-    return build_env(config.env, args=args, **dict(config.env_config))
+    """One env as the run builds it (see :func:`build_configured_env`)."""
+    return build_configured_env(config.env, config.max_turns, config.env_config)

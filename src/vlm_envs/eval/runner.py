@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from vlm_envs.eval.config import EvalConfig, RayPlacement, make_env
+from vlm_envs.eval.config import EnvConfigError, EvalConfig, RayPlacement, make_env
+from vlm_envs.eval.config_errors import one_line
 from vlm_envs.eval.episodes import EpisodeRunner, LocalEpisodes
 from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock
 from vlm_envs.eval.policies import Policy, PolicyError
@@ -29,7 +31,16 @@ from vlm_envs.files import OutputError, write_atomic
 from vlm_envs.protocol import SEED_LIMIT
 from vlm_envs.registry import EnvLoadError, UnknownEnvError
 
-__all__ = ["EvalConfig", "EvalError", "RayPlacement", "make_env", "read_results", "recorded_run", "run_eval"]
+__all__ = [
+    "EvalConfig",
+    "EvalError",
+    "RayPlacement",
+    "make_env",
+    "one_line",
+    "read_results",
+    "recorded_run",
+    "run_eval",
+]
 
 RESULTS, SUMMARY, RUN, REPORT = "results.jsonl", "summary.json", "run.json", "index.html"
 #: ``run.json`` fields that must match for ``resume`` (``n`` may grow).
@@ -38,13 +49,6 @@ _SAME_RUN_KEYS = ("env", "policy", "seed", "max_turns", "env_config", "base_urls
 
 class EvalError(Exception):
     """The eval cannot start as asked (bad env, policy, server or output folder)."""
-
-
-def one_line(err: BaseException, limit: int = 300) -> str:
-    """An exception's message on one line (pydantic's multi-line errors included)."""
-    lines = [line.strip() for line in str(err).splitlines()]
-    text = " ".join(line for line in lines if line and not line.startswith("For further information"))
-    return (text or type(err).__name__)[:limit]
 
 
 def _record(line: bytes) -> dict[str, Any]:
@@ -151,16 +155,21 @@ def _check(config: EvalConfig, policy: Policy) -> None:
         raise EvalError(f"--concurrency must be at least 1, got {config.concurrency}")
     if config.max_turns is not None and config.max_turns < 1:
         raise EvalError(f"--max-turns must be at least 1, got {config.max_turns}")
+    options = config.options
+    if options.max_tokens < 1:
+        raise EvalError(f"--max-tokens must be at least 1, got {options.max_tokens}")
+    if not options.timeout > 0:  # NaN fails too
+        raise EvalError(f"--timeout must be above 0 seconds, got {options.timeout:g}")
+    if not (math.isfinite(options.temperature) and options.temperature >= 0):
+        raise EvalError(f"--temperature must be a number >= 0, got {options.temperature:g}")
     if config.ray is not None and config.ray.actors is not None and config.ray.actors < 1:
         raise EvalError(f"--actors must be at least 1, got {config.ray.actors}")
     if config.ray is not None and config.ray.actor_cpus < 0:
         raise EvalError(f"--actor-cpus must be at least 0, got {config.ray.actor_cpus:g}")
     try:
         env = make_env(config)
-    except (UnknownEnvError, EnvLoadError) as err:
+    except (UnknownEnvError, EnvLoadError, EnvConfigError) as err:
         raise EvalError(str(err)) from err
-    except (TypeError, ValueError) as err:
-        raise EvalError(f"env {config.env!r} rejects its config: {one_line(err)}") from err
     try:
         policy.check_env(env)
     except PolicyError as err:
