@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from vlm_envs.envs.geo3k import messages
+from vlm_envs.envs.geo3k import messages, rationale
 from vlm_envs.envs.geo3k.diagrams import DEFAULT_IMAGE_SIZE, check_image_size
 from vlm_envs.envs.geo3k.problems import Geo3kProblem, check_kinds, generate_problem
 from vlm_envs.envs.geo3k.tool_calls import CLOSE_TAG, OPEN_TAG, CallStatus, ToolCall, parse_tool_call
@@ -110,6 +110,15 @@ class Geo3kEnv(Env):
         if ep.turn == 0 and self.max_turns > 1:
             return f"Let me check my answer. {self.tool_call(ep.problem.answer)}"
         return f"The answer is \\boxed{{{ep.problem.answer}}}."
+
+    def oracle_rationale(self) -> str | None:
+        """The relation that gives the answer, and why the oracle checks it first; None when done."""
+        ep = self._episode
+        if ep is None or ep.done:
+            return None
+        verdict = ep.verdicts.get(ep.problem.answer)
+        confirmed = verdict is not None and verdict.correct and ep.tool_calls > ep.tool_call_errors
+        return rationale.explain(ep.problem, ep.turn == 0 and self.max_turns > 1, confirmed)
 
     # -- episode -------------------------------------------------------------------------------
 

@@ -57,6 +57,7 @@ def generate_problem(
             kind=kind,
             source=GENERATOR_SOURCE,
             id=f"{GENERATOR_SOURCE}-{seed_word}",
+            solution=draft.solution,
         )
     raise RuntimeError(
         f"no valid {chosen} problem in {_MAX_ATTEMPTS} draws for seed {seed}"

@@ -28,6 +28,8 @@ class Geo3kProblem:
     kind: str = "dataset"
     source: str = GENERATOR_SOURCE
     id: str = ""
+    #: How the answer follows from the diagram, in a sentence or two (generated problems; "" for rows).
+    solution: str = ""
 
 
 @dataclass
@@ -37,6 +39,8 @@ class Draft:
     text: str
     answer: str
     figure: Figure = field(default_factory=Figure)
+    #: How the answer follows from the figure's labels (becomes ``Geo3kProblem.solution``).
+    solution: str = ""
 
 
 class Redraw(Exception):

@@ -41,7 +41,10 @@ def circle(rng: np.random.Generator) -> Draft:
             fig.seg("O", "_P", str(r))
         coef = Fraction(r * r) if variant == "area" else Fraction(2 * r)
         note, answer = _pi_answer(rng, coef)
-        return Draft(f"Find the {variant} of the circle. {note}", answer, fig)
+        radius = f"The diameter is {2 * r}, so the radius is {r}" if by_diameter else f"The radius is {r}"
+        formula = f"π · {r}² = {r * r}π" if variant == "area" else f"2π · {r} = {2 * r}π"
+        solution = f"{radius}; the {variant} is {formula}."
+        return Draft(f"Find the {variant} of the circle. {note}", answer, fig, solution)
     if variant == "inscribed":
         arc = 2 * randint(rng, 20, 80)
         start = float(rng.uniform(-60, 0))
@@ -52,7 +55,8 @@ def circle(rng: np.random.Generator) -> Draft:
         fig.angle("C", "A", "B", "x°")
         mid = polar((0, 0), r * 1.12, start + arc / 2)
         fig.free_labels.append((mid, f"{arc}°"))
-        return Draft(f"Find x. The arc AB not containing C measures {arc}°.", str(arc // 2), fig)
+        solution = f"An inscribed angle is half the arc it intercepts: x = {arc} / 2."
+        return Draft(f"Find x. The arc AB not containing C measures {arc}°.", str(arc // 2), fig, solution)
     theta = 5 * randint(rng, 4, 62)
     if theta == 180:
         raise Redraw
@@ -65,6 +69,8 @@ def circle(rng: np.random.Generator) -> Draft:
         fig.free_labels.append((polar((0, 0), r * 0.35, theta / 2), f"{theta}°"))
     if variant == "arc":
         note, answer = _pi_answer(rng, Fraction(theta, 360) * 2 * r)
-        return Draft(f"Find the length of arc AB (the arc of {theta}°). {note}", answer, fig)
+        solution = f"The arc is {theta}/360 of the circumference: {theta}/360 · 2π · {r}."
+        return Draft(f"Find the length of arc AB (the arc of {theta}°). {note}", answer, fig, solution)
     note, answer = _pi_answer(rng, Fraction(theta, 360) * r * r)
-    return Draft(f"Find the area of sector AOB (central angle {theta}°). {note}", answer, fig)
+    solution = f"The sector is {theta}/360 of the disc: {theta}/360 · π · {r}²."
+    return Draft(f"Find the area of sector AOB (central angle {theta}°). {note}", answer, fig, solution)

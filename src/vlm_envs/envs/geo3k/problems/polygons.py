@@ -37,9 +37,12 @@ def polygon(rng: np.random.Generator) -> Draft:
         fig.angle(names[1], names[0], names[2], "x°")
         value = Fraction(180 * (n - 2), n)
         text = f"The {POLYGON_NAMES[n]} is regular. Find x."
+        solution = (
+            f"Each interior angle of a regular polygon with {n} sides is 180 · ({n} - 2) / {n} degrees."
+        )
         if value.denominator != 1:
-            return Draft(f"{text} Round to {PRECISION_WORDS[1]}.", rounded(value, 1), fig)
-        return Draft(text, str(value.numerator), fig)
+            return Draft(f"{text} Round to {PRECISION_WORDS[1]}.", rounded(value, 1), fig, solution)
+        return Draft(text, str(value.numerator), fig, solution)
     if variant == "quad_angles":
         k1, k2, x = randint(rng, 1, 3), randint(rng, 1, 3), randint(rng, 10, 50)
         c1, c2 = 5 * randint(rng, -3, 8), 5 * randint(rng, -3, 8)
@@ -53,7 +56,8 @@ def polygon(rng: np.random.Generator) -> Draft:
         labels = [angle_term(k1, c1), angle_term(k2, c2), f"{third}°", f"{angles[3]}°"]
         for i, label in enumerate(labels):
             fig.angle(names[i], names[i - 1], names[(i + 1) % 4], label)
-        return Draft("Find x.", str(x), fig)
+        solution = f"The angles of a quadrilateral add up to 360°: {' + '.join(labels)} = 360°."
+        return Draft("Find x.", str(x), fig, solution)
     a, b = randint(rng, 3, 20), randint(rng, 3, 20)
     if variant == "rectangle":
         fig.points = {"A": (0.0, 0.0), "B": (float(a), 0.0), "C": (float(a), float(b)), "D": (0.0, float(b))}
@@ -62,8 +66,14 @@ def polygon(rng: np.random.Generator) -> Draft:
         if rng.random() < 0.5:
             fig.seg("A", "C", "x", dashed=True)
             exact = math.isqrt(a * a + b * b) ** 2 == a * a + b * b
-            return Draft("Find x." if exact else f"Find x. {RADICAL}", surd_latex(1, a * a + b * b), fig)
-        return Draft("Find the area of the rectangle.", str(a * b), fig)
+            solution = (
+                f"The diagonal x is the hypotenuse of a right triangle: x² = {a}² + {b}² = {a * a + b * b}."
+            )
+            text = "Find x." if exact else f"Find x. {RADICAL}"
+            return Draft(text, surd_latex(1, a * a + b * b), fig, solution)
+        return Draft(
+            "Find the area of the rectangle.", str(a * b), fig, f"The area is length times width: {a} · {b}."
+        )
     if variant == "parallelogram":
         angle = randint(rng, 35, 80)
         corner = polar((0.0, 0.0), b, angle)
@@ -73,8 +83,14 @@ def polygon(rng: np.random.Generator) -> Draft:
         value = a * b * math.sin(math.radians(angle))
         if near_rounding_tie(value, 1):
             raise Redraw
+        solution = (
+            f"The area is the two sides times the sine of the angle between them: {a} · {b} · sin {angle}°."
+        )
         return Draft(
-            f"Find the area of the parallelogram. Round to {PRECISION_WORDS[1]}.", rounded(value, 1), fig
+            f"Find the area of the parallelogram. Round to {PRECISION_WORDS[1]}.",
+            rounded(value, 1),
+            fig,
+            solution,
         )
     top, height = randint(rng, 2, 15), randint(rng, 3, 12)
     shift = float(rng.uniform(0, max(a - top, 1)))
@@ -89,7 +105,9 @@ def polygon(rng: np.random.Generator) -> Draft:
     fig.seg("D", "_H", str(height), dashed=True)
     fig.angle("_H", "B", "D", right=True)
     note, answer = exact_or_rounded(rng, Fraction((max(a, top) + top) * height, 2))
-    return Draft(f"Find the area of the trapezoid.{note}", answer, fig)
+    sides = f"({max(a, top)} + {top})"
+    solution = f"The area is half the sum of the parallel sides times the height: (1/2) · {sides} · {height}."
+    return Draft(f"Find the area of the trapezoid.{note}", answer, fig, solution)
 
 
 def _quadrilateral(angles: list[int]) -> dict[str, tuple[float, float]]:
@@ -148,4 +166,10 @@ def angles(rng: np.random.Generator) -> Draft:
         fig.angle("O", "A", "B", angle_term(k1, c1))
         fig.angle("O", "B", "C", angle_term(k2, c2))
     note, answer = exact_or_rounded(rng, x)
-    return Draft(f"Find x.{note}", answer, fig)
+    first_term, second_term = angle_term(k1, c1), angle_term(k2, c2)
+    solution = {
+        "linear_pair": f"The two angles form a straight line: {first_term} + {second_term} = 180°.",
+        "vertical": f"Vertical angles are equal: {first_term} = {second_term}.",
+        "complementary": f"The two angles make a right angle: {first_term} + {second_term} = 90°.",
+    }[variant]
+    return Draft(f"Find x.{note}", answer, fig, solution)

@@ -56,7 +56,12 @@ def right_triangle(rng: np.random.Generator) -> Draft:
         fig.angle(b_name, c_name, a_name, f"{theta}°")
         fig.angle(c_name, b_name, a_name, right=True)
         answer = _to_tenth(legs[1] if asks_opposite else legs[0])
-        return Draft(f"Find x. Round to {PRECISION_WORDS[1]}.", answer, fig)
+        side, ratio = ("opposite", "sin") if asks_opposite else ("adjacent to", "cos")
+        solution = (
+            f"The right angle is at {c_name}, so {b_name}{a_name} = {hyp} is the hypotenuse and x is the leg "
+            f"{side} the {theta}° angle at {b_name}: x = {hyp} · {ratio} {theta}°."
+        )
+        return Draft(f"Find x. Round to {PRECISION_WORDS[1]}.", answer, fig, solution)
     if variant == "special":
         s = randint(rng, 2, 12)
         if rng.random() < 0.5:  # 30-60-90: short leg s, long leg s*sqrt(3), hypotenuse 2s
@@ -72,32 +77,47 @@ def right_triangle(rng: np.random.Generator) -> Draft:
             labels[given], labels[asked] = values[given][0], "x"
             fig.polygon([c_name, b_name, a_name], [labels["long"], labels["hyp"], labels["short"]])
             answer = values[asked][1]
+            side = {"short": "short leg", "long": "long leg", "hyp": "hypotenuse"}
+            solution = (
+                "A 30-60-90 triangle has sides s (opposite 30°), s√3 and 2s (the hypotenuse). "
+                f"The {side[given]} is {values[given][0]}, so s = {s} and x, the {side[asked]}, "
+                f"is {values[asked][0]}."
+            )
         else:  # 45-45-90: legs s, hypotenuse s*sqrt(2)
             fig.points = {c_name: (0.0, 0.0), b_name: (float(s), 0.0), a_name: (0.0, float(s))}
             fig.angle(b_name, c_name, a_name, "45°")
             if rng.random() < 0.5:
                 fig.polygon([c_name, b_name, a_name], [str(s), "x", None])
                 answer = surd_latex(s, 2)
+                solution = f"A 45-45-90 triangle has equal legs ({s}) and hypotenuse leg · √2: x = {s}√2."
             else:
                 hyp = 2 * s
                 fig.polygon([c_name, b_name, a_name], ["x", str(hyp), None])
                 answer = surd_latex(Fraction(hyp, 2), 2)
+                solution = f"A 45-45-90 triangle has legs of hypotenuse / √2: x = {hyp} / √2 = {s}√2."
         fig.angle(c_name, b_name, a_name, right=True)
-        return Draft(f"Find x. {RADICAL}", answer, fig)
+        return Draft(f"Find x. {RADICAL}", answer, fig, solution)
     leg1 = randint(rng, 2, 15)
     if variant == "hypotenuse":
         leg2 = randint(rng, 2, 15)
         squared, labels = leg1 * leg1 + leg2 * leg2, [str(leg1), "x", str(leg2)]
+        solution = (
+            f"The right angle is at {c_name}, so x is the hypotenuse: x² = {leg1}² + {leg2}² = {squared}."
+        )
     else:
         hyp = randint(rng, leg1 + 1, leg1 + 12)
         squared = hyp * hyp - leg1 * leg1
         leg2 = math.sqrt(squared)
         labels = [str(leg1), str(hyp), "x"]
+        solution = (
+            f"The right angle is at {c_name}, so {b_name}{a_name} = {hyp} is the hypotenuse and x a leg: "
+            f"x² = {hyp}² - {leg1}² = {squared}."
+        )
     fig.points = {c_name: (0.0, 0.0), b_name: (float(leg1), 0.0), a_name: (0.0, float(leg2))}
     fig.polygon([c_name, b_name, a_name], labels)
     fig.angle(c_name, b_name, a_name, right=True)
     exact = math.isqrt(squared) ** 2 == squared
-    return Draft("Find x." if exact else f"Find x. {RADICAL}", surd_latex(1, squared), fig)
+    return Draft("Find x." if exact else f"Find x. {RADICAL}", surd_latex(1, squared), fig, solution)
 
 
 def angle_term(k: int, c: int) -> str:
@@ -132,7 +152,9 @@ def triangle(rng: np.random.Generator) -> Draft:
         fig.angle(a_name, b_name, c_name, angle_term(k1, c1))
         fig.angle(b_name, c_name, a_name, angle_term(k2, c2))
         fig.angle(c_name, a_name, b_name, f"{c_deg}°")
-        return Draft("Find x.", str(x), fig)
+        terms = f"{angle_term(k1, c1)} + {angle_term(k2, c2)} + {c_deg}°"
+        solution = f"The angles of a triangle add up to 180°: {terms} = 180°."
+        return Draft("Find x.", str(x), fig, solution)
     if variant == "isosceles":
         apex = randint(rng, 30, 120)
         fig = _triangle_with_angles(names, (180 - apex) / 2, (180 - apex) / 2)
@@ -142,7 +164,11 @@ def triangle(rng: np.random.Generator) -> Draft:
         fig.seg(c_name, a_name, ticks=1)
         fig.angle(c_name, a_name, b_name, f"{apex}°")
         fig.angle(a_name, b_name, c_name, "x°")
-        return Draft("Find x.", decimal_text(Fraction(180 - apex, 2)), fig)
+        solution = (
+            f"The tick marks show {c_name}{a_name} = {c_name}{b_name}, so the base angles at {a_name} and "
+            f"{b_name} are equal: x = (180 - {apex}) / 2."
+        )
+        return Draft("Find x.", decimal_text(Fraction(180 - apex, 2)), fig, solution)
     fig = Figure()
     if variant == "cosines":
         b, c, angle = randint(rng, 4, 15), randint(rng, 4, 15), randint(rng, 30, 140)
@@ -150,7 +176,11 @@ def triangle(rng: np.random.Generator) -> Draft:
         fig.polygon([a_name, b_name, c_name], [str(c), "x", str(b)])
         fig.angle(a_name, b_name, c_name, f"{angle}°")
         value = math.sqrt(b * b + c * c - 2 * b * c * math.cos(math.radians(angle)))
-        return Draft(f"Find x. Round to {PRECISION_WORDS[1]}.", _to_tenth(value), fig)
+        solution = (
+            f"By the law of cosines at the {angle}° angle at {a_name}: "
+            f"x² = {b}² + {c}² - 2 · {b} · {c} · cos {angle}°."
+        )
+        return Draft(f"Find x. Round to {PRECISION_WORDS[1]}.", _to_tenth(value), fig, solution)
     base, height = randint(rng, 4, 20), randint(rng, 3, 15)
     foot = base * float(rng.uniform(0.2, 0.8))
     fig.points = {
@@ -162,7 +192,8 @@ def triangle(rng: np.random.Generator) -> Draft:
     fig.polygon([a_name, b_name, c_name], [str(base), None, None])
     fig.seg(c_name, "_H", str(height), dashed=True)
     fig.angle("_H", b_name, c_name, right=True)
-    return Draft("Find the area of the triangle.", decimal_text(Fraction(base * height, 2)), fig)
+    solution = f"The area is half the base times the height: (1/2) · {base} · {height}."
+    return Draft("Find the area of the triangle.", decimal_text(Fraction(base * height, 2)), fig, solution)
 
 
 def similar(rng: np.random.Generator) -> Draft:
@@ -186,7 +217,11 @@ def similar(rng: np.random.Generator) -> Draft:
         fig.polygon(["A", "B", "C"], [str(c), str(a), None])
         fig.polygon(["D", "E", "F"], [decimal_text(k * c), "x", None])
         note, answer = exact_or_rounded(rng, k * a)
-        return Draft(f"△ABC ∼ △DEF. Find x.{note}", answer, fig)
+        solution = (
+            f"Corresponding sides of similar triangles are proportional: EF / BC = DE / AB, "
+            f"so x = {a} · {decimal_text(k * c)} / {c}."
+        )
+        return Draft(f"△ABC ∼ △DEF. Find x.{note}", answer, fig, solution)
     ad, db, ae = randint(rng, 2, 12), randint(rng, 2, 12), randint(rng, 2, 12)
     ratio = (ad + db) / ad
     apex, left = (0.0, 0.0), polar((0.0, 0.0), ad + db, 240)
@@ -207,4 +242,5 @@ def similar(rng: np.random.Generator) -> Draft:
     fig.seg("B", "C")
     fig.seg("D", "E")
     note, answer = exact_or_rounded(rng, Fraction(db * ae, ad))
-    return Draft(f"In the figure, DE ∥ BC. Find x.{note}", answer, fig)
+    solution = f"Since DE ∥ BC, AE / EC = AD / DB: {ae} / x = {ad} / {db}, so x = {db} · {ae} / {ad}."
+    return Draft(f"In the figure, DE ∥ BC. Find x.{note}", answer, fig, solution)
