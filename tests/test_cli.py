@@ -49,8 +49,8 @@ def test_list_names_each_env_with_description_and_distribution(capsys: pytest.Ca
             "policy 'oracle' needs an env with",
         ),
         (
-            ["eval", "toyenvs.colors", "--policy", "solver"],
-            "policy 'solver' needs an env with",
+            ["eval", "toyenvs.colors", "--policy", "solver"],  # an old name of oracle: named as oracle
+            "policy 'oracle' needs an env with",
         ),
         (["eval", "sokoban", "--policy", "openai:http://127.0.0.1:1/v1"], "needs --model"),
         (["eval", "sokoban", "--policy", "sglang:http://127.0.0.1:1"], "needs --tokenizer"),

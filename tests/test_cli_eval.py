@@ -22,11 +22,11 @@ def _records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
-def test_solver_on_sokoban_solves_every_episode_and_writes_all_outputs(
+def test_oracle_on_sokoban_solves_every_episode_and_writes_all_outputs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "run"
-    argv = ["eval", "sokoban", "--policy", "solver", "-n", "6", "--concurrency", "3", "--out", str(out)]
+    argv = ["eval", "sokoban", "--policy", "oracle", "-n", "6", "--concurrency", "3", "--out", str(out)]
     assert main(argv) == 0
     printed = capsys.readouterr()
     assert "success 100.0%" in printed.out and str(out / "index.html") in printed.out
@@ -45,13 +45,13 @@ def test_solver_on_sokoban_solves_every_episode_and_writes_all_outputs(
     summary = json.loads((out / "summary.json").read_text())
     assert summary["episodes"] == 6 and summary["success_rate"] == 1.0
     assert summary["success_ci95"][0] < 1.0 == summary["success_ci95"][1]
-    assert summary["run"]["policy"] == "solver"
+    assert summary["run"]["policy"] == "oracle"
     assert (out / "index.html").read_text().startswith("<!DOCTYPE html>")
 
 
-def test_reference_on_geo3k_checks_with_the_tool_then_answers(tmp_path: Path) -> None:
+def test_oracle_on_geo3k_checks_with_the_tool_then_answers(tmp_path: Path) -> None:
     out = tmp_path / "geo"
-    assert main(["eval", "geo3k", "--policy", "reference", "-n", "3", "--out", str(out), "--quiet"]) == 0
+    assert main(["eval", "geo3k", "--policy", "oracle", "-n", "3", "--out", str(out), "--quiet"]) == 0
     for r in _records(out):
         assert r["success"] and r["num_turns"] == 2
         tool_turn, final_turn = r["turns"][1], r["turns"][2]
@@ -146,3 +146,28 @@ def test_a_nan_metric_is_warned_about_once_per_metric_name(
     assert err.count("vlm-envs: warning:") == 1, err
     assert "reported metric 'score' = nan" in err and "printed once per metric" in err
     assert all(t["metrics"]["score"] is None for r in _records(tmp_path / "r") for t in r["turns"][1:])
+
+
+def test_solver_and_reference_are_old_names_of_oracle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["eval", "sokoban", "--policy", "solver", "-n", "2", "--quiet"]) == 0
+    printed = capsys.readouterr()
+    out = tmp_path / "runs" / "sokoban-oracle"  # the default folder is named by the one name
+    assert printed.out.startswith("sokoban / oracle: 2 episodes, success 100.0%")
+    assert printed.err == "vlm-envs: note: --policy solver is an old name of --policy oracle\n"
+    assert json.loads((out / "run.json").read_text())["policy"] == "oracle"
+    assert {r["policy"] for r in _records(out)} == {"oracle"}
+    assert "with oracle</title>" in (out / "index.html").read_text()
+
+    # a run recorded under an old name resumes under the new one, and the other way round
+    run = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**run, "policy": "solver"}))
+    assert main(["eval", "sokoban", "--policy", "oracle", "-n", "3", "--resume", "--quiet"]) == 0
+    assert main(["eval", "sokoban", "--policy", "solver", "-n", "4", "--resume", "--quiet"]) == 0
+    assert len(_records(out)) == 4
+
+    assert main(["eval", "geo3k", "--policy", "reference", "-n", "1", "--quiet"]) == 0
+    assert "geo3k / oracle: 1 episodes" in capsys.readouterr().out
+    assert (tmp_path / "runs" / "geo3k-oracle" / "summary.json").exists()

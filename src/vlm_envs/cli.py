@@ -123,6 +123,7 @@ def cmd_play(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     """Evaluate a policy on an env and write results, summary and report."""
     from vlm_envs.eval.policies import PolicyOptions
+    from vlm_envs.eval.policy_kinds import canonical_policy
     from vlm_envs.eval.runner import EvalConfig, EvalError, RayPlacement, recorded_run, run_eval
 
     if args.ray is None and (args.actors is not None or args.actor_cpus is not None):
@@ -132,7 +133,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         cpus = 1.0 if args.actor_cpus is None else args.actor_cpus
         ray = RayPlacement(actors=args.actors, address=args.ray or None, actor_cpus=cpus)
 
-    kind = args.policy.partition(":")[0]
+    policy = canonical_policy(args.policy)
+    kind = policy.partition(":")[0]
     out = Path(args.out) if args.out else Path("runs") / f"{args.env}-{kind}"
     n = args.n
     if n is None:  # a resumed run continues to the n it was started with
@@ -157,7 +159,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     config = EvalConfig(
         env=args.env,
-        policy=args.policy,
+        policy=policy,
         n=n,
         out=out,
         seed=args.seed,
@@ -175,7 +177,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from err
     rate, (low, high) = summary["success_rate"], summary["success_ci95"]
     print(
-        f"{args.env} / {args.policy}: {summary['episodes']} episodes, success {rate:.1%} "
+        f"{args.env} / {policy}: {summary['episodes']} episodes, success {rate:.1%} "
         f"(95% CI {low:.1%}-{high:.1%}), mean reward {summary['mean_reward']:.3f}, "
         f"mean turns {summary['mean_turns']:.2f}"
     )
@@ -183,6 +185,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         first_error = " ".join(str(summary["first_error"]).split())[:300]
         print(f"FAILED: {summary['failed']} of {summary['episodes']} episodes (first error: {first_error})")
     print(f"report: {(out / 'index.html').resolve()}")
+    if policy != args.policy:  # after the run: a bad command line still gets its one error line
+        print(f"vlm-envs: note: --policy {args.policy} is an old name of --policy {policy}", file=sys.stderr)
     return ALL_FAILED if 0 < summary["failed"] == summary["episodes"] else 0
 
 
@@ -302,8 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--policy",
         required=True,
-        help="oracle (or: solver, reference) | random | openai:URL | sglang:URL | openai | sglang "
-        "(these two with --base-url)",
+        help="oracle | random | openai:URL | sglang:URL | openai | sglang (these two with --base-url); "
+        "oracle plays the env's oracle_response() (solver and reference are its old names)",
     )
     ev.add_argument(
         "--base-url",

@@ -163,14 +163,13 @@ class TurnPolicy(Policy):
 
 
 class OraclePolicy(TurnPolicy):
-    """The env's own optimal or reference player: ``env.oracle_response()`` every turn.
+    """The env's own optimal or reference player: ``env.oracle_response()`` every turn (Sokoban's
+    optimal moves; Geo3k checks the true answer with the tool, then answers it).
 
-    ``solver`` (Sokoban's optimal moves) and ``reference`` (Geo3k: checks the true answer with the
-    tool, then answers it) are other names for it.
+    ``--policy oracle``; ``solver`` and ``reference`` are its old names.
     """
 
-    def __init__(self, name: str = "oracle") -> None:
-        self.name = name
+    name = "oracle"
 
     def check_env(self, env: Env) -> None:
         if type(env).oracle_response is Env.oracle_response:

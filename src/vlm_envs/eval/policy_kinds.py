@@ -1,6 +1,6 @@
 """The policies ``vlm-envs eval`` can run, by their command-line spelling.
 
-``oracle`` (``env.oracle_response()``; ``solver`` and ``reference`` are other names for it) and
+``oracle`` (``env.oracle_response()``; ``solver`` and ``reference``, its old names, still work) and
 ``random`` (``env.random_response``) need no model. ``openai:BASE_URL`` talks to a chat server and
 needs only an HTTP client (extra ``openai``); ``sglang:URL`` plays through
 :func:`vlm_envs.rollout.episode.run_episode`, the token-in/token-out loop training uses (extra
@@ -10,21 +10,28 @@ needs only an HTTP client (extra ``openai``); ``sglang:URL`` plays through
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 from vlm_envs.eval.policies import OraclePolicy, Policy, PolicyError, PolicyOptions, RandomPolicy
 
-#: Names of the policy that plays ``env.oracle_response()``.
-ORACLE_NAMES = ("oracle", "solver", "reference")
-POLICY_KINDS = (*ORACLE_NAMES, "random", "openai:BASE_URL", "sglang:URL", "openai", "sglang")
+#: The policy that plays ``env.oracle_response()``, whatever the env calls its player.
+ORACLE = "oracle"
+#: Old names of ``oracle`` (Sokoban's solver, Geo3k's reference player); they still work.
+ORACLE_ALIASES = ("solver", "reference")
+POLICY_KINDS = (ORACLE, "random", "openai:BASE_URL", "sglang:URL", "openai", "sglang")
 #: The pyproject extra each model policy needs, and what it installs.
 EXTRAS = {"openai": ("openai", "aiohttp, no torch"), "sglang": ("rollout", "torch, transformers, aiohttp")}
+
+
+def canonical_policy(spec: str) -> str:
+    """``spec`` with an old name of the oracle replaced by ``oracle`` (what runs record)."""
+    return ORACLE if spec in ORACLE_ALIASES else spec
 
 
 def build_policy(spec: str, options: PolicyOptions | None = None) -> Policy:
     """A policy from its command-line spelling (see :data:`POLICY_KINDS`)."""
     options = options or PolicyOptions()
+    spec = canonical_policy(spec)
     kind, sep, url = spec.partition(":")
     if options.history != "full" and kind != "sglang":
         raise PolicyError("--history applies to sglang:URL only (the other policies see every turn)")
@@ -35,10 +42,7 @@ def build_policy(spec: str, options: PolicyOptions | None = None) -> Policy:
                 f"with --base-url URL (repeatable), or --policy {kind}:URL alone"
             )
         raise PolicyError(f"--base-url is for --policy openai or sglang; --policy {spec!r} uses no server")
-    scripted: dict[str, Callable[[], Policy]] = {
-        **{name: functools.partial(OraclePolicy, name) for name in ORACLE_NAMES},
-        "random": RandomPolicy,
-    }
+    scripted: dict[str, Callable[[], Policy]] = {ORACLE: OraclePolicy, "random": RandomPolicy}
     if spec in scripted:
         return scripted[spec]()
     if kind in ("openai", "sglang") and not sep and not options.base_urls:

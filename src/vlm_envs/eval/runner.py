@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import math
 import sys
@@ -23,7 +24,7 @@ from vlm_envs.eval.config_errors import one_line
 from vlm_envs.eval.episodes import EpisodeRunner, LocalEpisodes
 from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock
 from vlm_envs.eval.policies import Policy, PolicyError
-from vlm_envs.eval.policy_kinds import build_policy
+from vlm_envs.eval.policy_kinds import build_policy, canonical_policy
 from vlm_envs.eval.progress import Progress
 from vlm_envs.eval.records import json_safe, write_frames
 from vlm_envs.eval.summary import summarize
@@ -128,6 +129,7 @@ def _prepare_out(config: EvalConfig, held: contextlib.ExitStack) -> list[dict[st
         return []
     before = recorded_run(out)
     if before is not None:
+        before = {**before, "policy": canonical_policy(str(before.get("policy")))}  # run under an old name
         changed = [k for k in _SAME_RUN_KEYS if before.get(k) != config.run_info().get(k)]
         if changed:
             raise EvalError(
@@ -268,6 +270,7 @@ def run_eval(
     """
     from vlm_envs.report import write_report  # the report sits on top of eval
 
+    config = dataclasses.replace(config, policy=canonical_policy(config.policy))
     if policy is not None and config.ray is not None:
         raise EvalError("with Ray, actors build the policy from config.policy and config.options: pass none")
     try:
