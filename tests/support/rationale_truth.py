@@ -1,0 +1,191 @@
+"""Per-env checks that an oracle rationale states true facts: each reads the env's own state (and its
+rules), parses the facts the rationale names, and asserts they hold. ``TRUTH[name](env, reason, reply)``."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+from vlm_envs.envs.chart_calc.calc import evaluate
+from vlm_envs.envs.fog_maze.maze import can_move
+from vlm_envs.envs.fog_maze.oracle import shortest_actions
+from vlm_envs.envs.jigsaw.board import swap
+from vlm_envs.envs.mental_rotation.shapes import ROTATIONS, TURNS, key, mirrored, oriented, turn
+
+Check = Callable[[Any, str, str], None]
+_MOVES = r"\b(Up|Down|Left|Right)\b"
+
+
+def _answer(reply: str) -> str:
+    match = re.search(r"<answer>(.*?)</answer>", reply)
+    assert match, reply
+    return match.group(1)
+
+
+def sokoban(env: Any, reason: str, reply: str) -> None:
+    layout, state = env.layout, env.state
+
+    def cell(row: str, col: str) -> int:
+        return int(row) * layout.cols + int(col)
+
+    player = re.match(r"I am at \((\d+), (\d+)\)", reason)
+    assert player and cell(*player.groups()) == state.player, reason
+    boxes = re.search(r"The box(?:es)? at (.*?) (?:is|are) off target", reason)
+    assert boxes, reason
+    named = {cell(*p) for p in re.findall(r"\((\d+), (\d+)\)", boxes.group(1))}
+    assert named == {b for b in state.boxes if b not in layout.targets}, reason
+    plan = re.search(r"Next: (.*?)\.(?: |$)", reason)
+    assert plan, reason
+    assert re.findall(_MOVES, plan.group(1)) == re.findall(_MOVES, _answer(reply)), reason
+    first_push = re.search(r"push the box at \((\d+), (\d+)\)", plan.group(1))
+    if first_push:  # the first box pushed is there now
+        assert cell(*first_push.groups()) in state.boxes, reason
+    for row, col in re.findall(r"to \((\d+), (\d+)\), onto a target", reason):
+        assert cell(row, col) in layout.targets, reason
+
+
+def _number(answer: str) -> Fraction | None:
+    """A geo3k answer as an exact number where it is one (``12``, ``7.5``, ``\\frac{5}{2}``)."""
+    frac = re.fullmatch(r"(-?)\\frac\{(\d+)\}\{(\d+)\}", answer)
+    if frac:
+        return Fraction(int(frac.group(2)), int(frac.group(3))) * (-1 if frac.group(1) else 1)
+    return Fraction(answer) if re.fullmatch(r"-?\d+(\.\d+)?", answer) else None
+
+
+def geo3k(env: Any, reason: str, reply: str) -> None:
+    problem = env.problem
+    assert problem.solution and reason.startswith(problem.solution), reason
+    assert f"So the answer is {problem.answer}" in reason, reason
+    assert ("<tool_call>" in reply) == ("I check it with calc_score" in reason), (reason, reply)
+    for a, sign, b, total in re.findall(r"x² = (\d+)² ([+-]) (\d+)² = (\d+)", reason):
+        assert int(a) ** 2 + (1 if sign == "+" else -1) * int(b) ** 2 == int(total), reason
+        surd = re.fullmatch(r"(\d*)\\sqrt\{(\d+)\}", problem.answer)
+        k, m = (int(surd.group(1) or 1), int(surd.group(2))) if surd else (int(problem.answer), 1)
+        assert k * k * m == int(total), reason
+    tail = re.search(r"(?:x = |: )([\d\s·/+\-()]+)\.$", problem.solution)
+    value = _number(problem.answer)
+    if tail and value is not None:  # the worked arithmetic gives the answer (at the asked rounding)
+        assert abs(evaluate(tail.group(1).replace("·", "*")) - float(value)) < 0.051, reason
+
+
+def zoom_search(env: Any, reason: str, reply: str) -> None:
+    target = env._ep.scene.target_object
+    assert f"the {target.color} {target.shape}" in reason, reason
+    if "<tool_call>" not in reply:
+        assert reason.endswith(f"{target.code}.") and f"\\boxed{{{target.code}}}" in reply, reason
+        return
+    box = re.search(r"inside \[([\d, ]+)\]", reason)
+    assert box, reason
+    named = [int(v) for v in box.group(1).split(", ")]
+    call = json.loads(reply[reply.index("<tool_call>") + 11 : reply.index("</tool_call>")])
+    assert named == call["arguments"]["bbox"], reason
+    limit = 1000 if env.config.coords == "relative1000" else env.config.view
+    factor = limit / env.config.canvas
+    x0, y0, x1, y1 = (v * factor for v in target.box)
+    assert named[0] <= x0 and named[1] <= y0 and named[2] >= x1 and named[3] >= y1, reason
+
+
+def chart_calc(env: Any, reason: str, reply: str) -> None:
+    table, question = env._ep.table, env._ep.question
+    assert ("<tool_call>" in reply) == ("with calc" in reason), (reason, reply)
+    if question.kind == "which" and len(table.series) > 1:
+        first, second = re.search(r"its (\d{4}) value minus its (\d{4}) value", reason).groups()
+        s, t = table.series.index(first), table.series.index(second)
+        pairs = re.findall(r"([A-Z][a-z]+) (\d+) - (\d+)", reason)
+        assert len(pairs) == len(table.categories), reason
+        for category, a, b in pairs:
+            c = table.categories.index(category)
+            assert (table.values[s][c], table.values[t][c]) == (int(a), int(b)), reason
+        return
+    names = {
+        f"{category}{f' in {series}' if series else ''}": (s, c)
+        for s, series in enumerate(table.series)
+        for c, category in enumerate(table.categories)
+    }
+    pairs = re.findall(r"([A-Z][a-z]+(?: in \d{4})?) = (\d+)", reason)
+    assert [names[name] for name, _ in pairs] == list(question.reads), reason
+    for name, value in pairs:
+        s, c = names[name]
+        assert table.values[s][c] == int(value), reason
+    if "<tool_call>" not in reply:
+        assert question.answer in reason, reason
+
+
+def fog_maze(env: Any, reason: str, reply: str) -> None:
+    ep, cfg = env._ep, env.config
+    walls, cell = ep.maze.walls, ep.cell
+    path = shortest_actions(walls, cell, ep.heading, ep.maze.goal, cfg.view)
+    names = {"local": ("Up", "Right", "Down", "Left"), "first_person": ("Forward", "TurnLeft", "TurnRight")}
+    way = re.search(r"A shortest path to the goal (?:is|starts) (.*)\.$", reason)
+    assert way, reason
+    named = way.group(1).split(", ")
+    assert named == [names[cfg.view][a] for a in path[: len(named)]] == _answer(reply).split(", "), reason
+    if cfg.view == "first_person":
+        assert reason.startswith(f"I face {('north', 'east', 'south', 'west')[ep.heading]}"), reason
+        assert ("wall right in front of me" in reason) == (not can_move(walls, cell, ep.heading)), reason
+        return
+    opened = re.search(r"the way is open (.*?)[;.]", reason)
+    assert opened, reason
+    assert set(re.findall(_MOVES, opened.group(1))) == {
+        names["local"][d] for d in range(4) if can_move(walls, cell, d)
+    }, reason
+    rows, cols = ep.maze.goal[0] - cell[0], ep.maze.goal[1] - cell[1]
+    in_view = max(abs(rows), abs(cols)) <= cfg.view_size // 2
+    assert ("The goal is not in view" in reason) == (not in_view), reason
+    for count, side in re.findall(r"(\d+) cells? (up|down|left|right)", reason):
+        assert {"up": -rows, "down": rows, "left": -cols, "right": cols}[side] == int(count), reason
+
+
+def jigsaw(env: Any, reason: str, reply: str) -> None:
+    board = env._ep.board
+    wrong = [p + 1 for p, tile in enumerate(board) if tile != p]
+    count = re.match(r"(\d+) of the (\d+) tiles", reason)
+    assert count and (int(count.group(1)), int(count.group(2))) == (len(wrong), len(board)), reason
+    positions = re.search(r"at positions? ([\d, and]+)\.", reason)
+    assert positions and [int(p) for p in re.findall(r"\d+", positions.group(1))] == wrong, reason
+    swaps = re.findall(r"swap\((\d+),(\d+)\) puts tiles? ([\d, and]+) in place", reason)
+    assert [f"swap({a},{b})" for a, b, _ in swaps] == _answer(reply).split(), reason
+    for a, b, tiles in swaps:
+        board = swap(board, int(a) - 1, int(b) - 1)
+        assert all(board[int(t) - 1] == int(t) - 1 for t in re.findall(r"\d+", tiles)), reason
+
+
+def mental_rotation(env: Any, reason: str, reply: str) -> None:
+    ep = env._ep
+    if env.config.mode == "rotate":
+        assert f"shape of {len(ep.cubes)} cubes" in reason, reason
+        turns = re.search(r"quarter turns? ((?:[xyz][+-] ?)+)", reason).group(1).split()
+        assert _answer(reply).split() == turns[: len(_answer(reply).split())], reason
+        orientation = ep.orientation
+        for name in turns:
+            orientation = turn(orientation, name)
+        assert orientation in ep.goals, reason
+        return
+    first = next(r for r in range(len(ROTATIONS)) if env._view(r).tobytes() == ep.left.tobytes())
+    shown = ep.cubes if ep.answer == "same" else mirrored(ep.cubes)
+    right = key(oriented(shown, ep.orientation))
+    turned = re.search(r"(?:by|turned by) ((?:[xyz][+-] ?)+)", reason)
+    shape = oriented(ep.cubes, first)
+    if ep.answer == "mirror":
+        assert reason.endswith("so the right one is the mirror image."), reason
+        assert all(key(oriented(ep.cubes, r)) != right for r in range(len(ROTATIONS))), reason
+        shape = mirrored(shape)
+    else:
+        assert "the same shape" in reason, reason
+    for name in turned.group(1).split() if turned else ():
+        shape = shape @ TURNS[name].T
+    assert key(shape) == right, reason
+
+
+TRUTH: dict[str, Check] = {
+    "sokoban": sokoban,
+    "geo3k": geo3k,
+    "zoom_search": zoom_search,
+    "chart_calc": chart_calc,
+    "fog_maze": fog_maze,
+    "jigsaw": jigsaw,
+    "mental_rotation": mental_rotation,
+}
