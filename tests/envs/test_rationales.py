@@ -97,6 +97,20 @@ def test_every_rationale_states_facts_that_match_the_state(name: str) -> None:
     assert checked >= 10
 
 
+def test_a_geo3k_row_without_a_worked_solution_says_only_its_answer() -> None:
+    env = make_env("geo3k", MAX_TURNS, {"problem": "Find x in the triangle.", "answer": "2\\sqrt{3}"})
+    env.reset(seed=0)
+    assert env.problem.solution == ""
+    reasons = []
+    while (reply := env.oracle_response()) is not None:
+        reasons.append(env.oracle_rationale())
+        env.step(reply)
+    assert reasons == [
+        "My answer is 2\\sqrt{3}; I check it with calc_score before I give it as final.",
+        "My answer is 2\\sqrt{3}, and calc_score confirmed it, so I give it as my final answer.",
+    ]
+
+
 def test_a_wrong_rationale_fails_its_truth_check() -> None:
     """The checks can fail: each bundled env's rationale with one fact changed is caught."""
     for name, check in TRUTH.items():
