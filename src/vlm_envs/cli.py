@@ -1,4 +1,4 @@
-"""The ``vlm-envs`` command: ``list``, ``check``, ``play``, ``eval`` and ``make-dataset``.
+"""The ``vlm-envs`` command: ``list``, ``check``, ``play``, ``eval``, ``make-dataset`` and ``make-sft``.
 
 Problems the user must fix (unknown env or policy, unreachable server, bad output path, bad
 config) end with one ``vlm-envs: error: ...`` line on stderr and exit code 2, no traceback. An
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 USAGE_ERROR = 2
 #: ``eval`` exit code when every episode ended FAILED: the run measured nothing.
 ALL_FAILED = 1
+#: Exit code after Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
 #: ``check`` exit code when the env failed a check.
 CHECK_FAILED = 1
 DEFAULT_EPISODES = 32
@@ -256,6 +258,35 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_make_sft(args: argparse.Namespace) -> int:
+    """Write SFT demonstrations (oracle play or an eval run's episodes) and say how to train on them."""
+    from vlm_envs.eval.runner import one_line
+    from vlm_envs.sft import FormatError, OracleSource, RunSource, SftError, make_sft
+    from vlm_envs.sft.command import summary
+
+    if args.from_run is not None and (args.env or args.config or args.rationale):
+        raise UsageError("--from replays a run's own env and replies: give no ENV, --config or --rationale")
+    if args.from_run is None and args.min_reward is not None:
+        raise UsageError("--min-reward filters the episodes of --from RUN_DIR; oracle play keeps its wins")
+    try:
+        if args.from_run is not None:
+            source: OracleSource | RunSource = RunSource(Path(args.from_run), args.min_reward)
+        else:
+            config = _env_config(args.config)
+            source = OracleSource(
+                tuple(args.env), args.n, args.seed, args.max_turns, config, rationale=args.rationale
+            )
+            for name in args.env:
+                _build_env(name, args.max_turns, config).close()  # a refused config fails here, once
+        files = make_sft(source, args.out, fmt=args.format, history=args.history, force=args.force)
+    except (SftError, FormatError, UnknownEnvError, EnvLoadError) as err:
+        raise UsageError(f"make-sft: {one_line(err)}") from err
+    except (TypeError, ValueError) as err:  # an env that fails on its own config or seeds
+        raise UsageError(f"make-sft: {one_line(err)}") from err
+    print(summary(files))
+    return 0
+
+
 def _ray_shards(address: str) -> RayShards:
     """make-dataset's Ray runner (:class:`vlm_envs.eval.ray_dataset.RayShards`); ``auto``: see --ray."""
     try:
@@ -268,6 +299,7 @@ def _ray_shards(address: str) -> RayShards:
 def build_parser() -> argparse.ArgumentParser:
     """The ``vlm-envs`` argument parser."""
     parser = _Parser(prog="vlm-envs", description="Multi-turn vision-language RL environments.")
+    parser.set_defaults(interrupted="")  # what a command adds to "vlm-envs: interrupted" after Ctrl-C
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -366,7 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--actor-cpus", type=float, default=None, help="with --ray: CPUs per actor (default 1)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
-    ev.set_defaults(func=cmd_eval)
+    ev.set_defaults(func=cmd_eval, interrupted=" (eval --resume continues where it stopped)")
 
     ds = sub.add_parser(
         "make-dataset", help="parquet rows for slime --prompt-data (or verl), and the matching YAML"
@@ -392,7 +424,40 @@ def build_parser() -> argparse.ArgumentParser:
         "this process is on, else ADDRESS, else RAY_ADDRESS, one started here with `ray start`, or a new "
         "local one (needs vlm-envs[ray])",
     )
-    ds.set_defaults(func=cmd_make_dataset)
+    ds.set_defaults(func=cmd_make_dataset, interrupted=" (no file is left half-written)")
+
+    sft = sub.add_parser(
+        "make-sft", help="SFT demonstrations: an env's oracle, or the winning episodes of an eval run"
+    )
+    sft.add_argument("env", nargs="*", help="env names to play the oracle of (none with --from)")
+    sft.add_argument("-n", type=int, default=DEFAULT_EPISODES, help="seeds per env (default 32)")
+    sft.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    sft.add_argument(
+        "--max-turns", type=int, default=None, help="turn cap, given to the env as args.max_turns"
+    )
+    sft.add_argument(
+        "--config", action="append", default=[], metavar="KEY=VALUE", help="env config (JSON values; one env)"
+    )
+    sft.add_argument("--from", dest="from_run", metavar="RUN_DIR", help="a `vlm-envs eval` output folder")
+    sft.add_argument(
+        "--min-reward",
+        type=float,
+        default=None,
+        help="with --from: keep episodes with at least this reward (default: the successes)",
+    )
+    sft.add_argument("--out", required=True, help="the folder to write (refused if not empty, see --force)")
+    sft.add_argument(
+        "--format",
+        default="trl",
+        choices=("trl", "llamafactory", "sharegpt", "swift"),
+        help="trl (parquet, default), llamafactory / sharegpt (ShareGPT JSON), swift (ms-swift JSONL)",
+    )
+    sft.add_argument(
+        "--history", default="full", help="full (one conversation per episode) or window:K (one per turn)"
+    )
+    sft.add_argument("--rationale", action="store_true", help="explain each oracle reply first (<think>)")
+    sft.add_argument("--force", action="store_true", help="replace a non-empty --out")
+    sft.set_defaults(func=cmd_make_sft)
     return parser
 
 
@@ -405,8 +470,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"vlm-envs: error: {err}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
-        print("vlm-envs: interrupted (eval --resume continues where it stopped)", file=sys.stderr)
-        return 130
+        print(f"vlm-envs: interrupted{args.interrupted}", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

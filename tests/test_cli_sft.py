@@ -1,0 +1,99 @@
+"""``vlm-envs make-sft`` through the real command: what it writes and says, and one line and exit code 2
+for every request it cannot honour."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vlm_envs.cli import main
+
+
+def test_oracle_data_for_two_envs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "sft"
+    assert main(["make-sft", "sokoban", "jigsaw", "-n", "2", "--rationale", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "sokoban: kept 2 of 2 episodes (source success 100.0%)" in printed
+    assert "SFTTrainer" in printed
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["source"]["rationale"] is True and set(manifest["envs"]) == {"sokoban", "jigsaw"}
+    assert (out / "train.parquet").is_file()
+
+
+def test_from_a_run_with_a_window(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = tmp_path / "run"
+    argv = [
+        "eval",
+        "sokoban",
+        "--policy",
+        "oracle",
+        "--max-turns",
+        "2",
+        "-n",
+        "6",
+        "--out",
+        str(run),
+        "--quiet",
+    ]
+    assert main(argv) == 0
+    wins = sum(json.loads(line)["success"] for line in (run / "results.jsonl").read_text().splitlines())
+    out = tmp_path / "lf"
+    argv = [
+        "make-sft",
+        "--from",
+        str(run),
+        "--format",
+        "llamafactory",
+        "--history",
+        "window:1",
+        "--out",
+        str(out),
+    ]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert f"kept {wins} of 6 episodes" in printed and "--mask_history true" in printed
+    assert (out / "dataset_info.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("argv", "piece"),
+    [
+        (["make-sft", "nope", "--out", "OUT"], "unknown env 'nope'"),
+        (["make-sft", "--out", "OUT"], "name at least one env"),
+        (["make-sft", "sokoban", "-n", "0", "--out", "OUT"], "-n must be a positive int"),
+        (["make-sft", "sokoban", "--seed", "-1", "--out", "OUT"], "--seed"),
+        (["make-sft", "sokoban", "--history", "window:x", "--out", "OUT"], "window:K"),
+        (["make-sft", "sokoban", "--format", "alpaca", "--out", "OUT"], "invalid choice: 'alpaca'"),
+        (["make-sft", "zoom_search", "-n", "1", "--out", "OUT"], "--format swift"),
+        (["make-sft", "sokoban", "--config", "gridsize=[6,6]", "--out", "OUT"], "did you mean 'grid_size'"),
+        (["make-sft", "sokoban", "jigsaw", "--config", "num_boxes=1", "--out", "OUT"], "one env"),
+        (["make-sft", "--from", "OUT", "--out", "OUT2"], "holds no run.json"),
+        (["make-sft", "sokoban", "--from", "OUT", "--out", "OUT2"], "give no ENV"),
+        (["make-sft", "sokoban", "--min-reward", "1", "--out", "OUT"], "--min-reward filters"),
+        (["make-sft", "sokoban", "-n", "1", "--out", "FILE"], "is a file"),
+    ],
+)
+def test_bad_requests_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], piece: str
+) -> None:
+    (tmp_path / "FILE").write_text("x")
+    paths = {"OUT": str(tmp_path / "out"), "OUT2": str(tmp_path / "out2"), "FILE": str(tmp_path / "FILE")}
+    (tmp_path / "out").mkdir()
+    with pytest.raises(SystemExit) if "invalid choice" in piece else _nothing() as caught:
+        code = main([paths.get(a, a) for a in argv])
+    if caught is not None:
+        code = caught.value.code
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.count("\n") == 1 and piece in err, err
+    assert not (tmp_path / "out2").exists()
+
+
+class _nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return False
