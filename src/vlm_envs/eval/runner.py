@@ -255,6 +255,9 @@ async def _run(
             await asyncio.gather(*(player(sink) for _ in range(min(config.concurrency, config.n))))
         if progress is not None:
             progress.finish()
+    except asyncio.CancelledError:  # Ctrl-C: what the episodes cut short still finish is not an error
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: None)
+        raise
     finally:
         await runner.close()
         await policy.close()

@@ -48,7 +48,11 @@ class _Worker:
         if init:
             cmd += ["--init", init]
         pipe = subprocess.PIPE
-        self.proc = subprocess.Popen(cmd, stdin=pipe, stdout=pipe, bufsize=0, close_fds=True)
+        # a session of its own: Ctrl-C in a terminal reaches the caller, which stops its workers (a
+        # worker in the terminal's process group printed a KeyboardInterrupt traceback of its own)
+        self.proc = subprocess.Popen(
+            cmd, stdin=pipe, stdout=pipe, bufsize=0, close_fds=True, start_new_session=True
+        )
         self._buffer = b""
         self.ready = False
 
