@@ -9,8 +9,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
+from vlm_envs.eval.config import build_configured_env
 from vlm_envs.sft import conversations, play_oracle
-from vlm_envs.sft.demos import make_env
 
 DOCS = Path(__file__).parent
 WIDTH, MARGIN, WRAP = 760, 14, 96
@@ -67,7 +67,7 @@ def render(messages: list[dict], trained: list[bool]) -> Image.Image:
 
 
 def main() -> None:
-    env = make_env("sokoban", 12, {})
+    env = build_configured_env("sokoban", 12, {})
     demo = play_oracle(env, "sokoban", 0, 12, rationale=True)
     (conversation,) = conversations(demo)
     picture = render(list(conversation.messages[:MESSAGES]), list(conversation.trained[:MESSAGES]))

@@ -6,12 +6,12 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from vlm_envs.eval.config import build_configured_env
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import EngineOutput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.sft import Demonstration, play_oracle
-from vlm_envs.sft.demos import make_env
 
 MAX_TURNS = 12
 
@@ -29,7 +29,7 @@ class ReplyEngine:
 
 def rollout(codec: ChatCodec, name: str, seed: int, replies: list[str], history: str = "full") -> Trajectory:
     """Episode ``seed`` of ``name`` played by the rollout with these replies."""
-    env = make_env(name, MAX_TURNS, {})
+    env = build_configured_env(name, MAX_TURNS, {})
     config = EpisodeConfig(max_turns=MAX_TURNS, history=history)
     try:
         return asyncio.run(run_episode(env, ReplyEngine(codec, replies), codec, seed=seed, config=config))
@@ -39,7 +39,7 @@ def rollout(codec: ChatCodec, name: str, seed: int, replies: list[str], history:
 
 def oracle_demo(name: str, seed: int, rationale: bool = False) -> Demonstration:
     """Episode ``seed`` of ``name`` played by its oracle."""
-    env = make_env(name, MAX_TURNS, {})
+    env = build_configured_env(name, MAX_TURNS, {})
     try:
         return play_oracle(env, name, seed, MAX_TURNS, rationale=rationale)
     finally:

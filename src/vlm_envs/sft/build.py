@@ -19,11 +19,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from vlm_envs.eval.config import build_configured_env
 from vlm_envs.protocol import check_seed
 from vlm_envs.registry import get_spec
 from vlm_envs.rollout.history import History
 from vlm_envs.sft import formats
-from vlm_envs.sft.demos import Demonstration, DemonstrationError, make_env, play_oracle, replay_record
+from vlm_envs.sft.demos import Demonstration, DemonstrationError, play_oracle, replay_record
 from vlm_envs.sft.samples import conversations
 
 MANIFEST = "manifest.json"
@@ -110,7 +111,7 @@ def oracle_demos(source: OracleSource, tallies: dict[str, EnvTally]) -> Iterator
     """Each env's oracle episodes, seed by seed."""
     for name in source.envs:
         tallies.setdefault(name, EnvTally(_version(name), dict(source.env_config)))
-        env = make_env(name, source.max_turns, source.env_config)
+        env = build_configured_env(name, source.max_turns, source.env_config)
         try:
             for seed in range(source.seed, source.seed + source.n):
                 yield play_oracle(env, name, seed, source.max_turns, source.rationale)
@@ -129,7 +130,7 @@ def run_demos(source: RunSource, tallies: dict[str, EnvTally]) -> Iterator[Demon
     if not isinstance(name, str):
         raise SftError(f"{source.run_dir}/run.json names no env")
     tally = tallies.setdefault(name, EnvTally(_version(name), config))
-    env = make_env(name, max_turns, config)
+    env = build_configured_env(name, max_turns, config)
     try:
         for record in sorted(read_results(source.run_dir / RESULTS), key=lambda r: r["episode"]):
             if record.get("status") not in ("completed", "truncated"):

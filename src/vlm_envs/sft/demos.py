@@ -11,12 +11,10 @@ the observation after the last reply is not part of it. Two sources: the env's o
 from __future__ import annotations
 
 import dataclasses
-import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vlm_envs.protocol import DEFAULT_MAX_TURNS, Env, Observation, StepInfo
-from vlm_envs.registry import build_env
 
 
 class DemonstrationError(ValueError):
@@ -38,12 +36,6 @@ class Demonstration:
     def replies(self) -> int:
         """How many assistant turns the conversation holds."""
         return sum(m["role"] == "assistant" for m in self.messages)
-
-
-def make_env(name: str, max_turns: int | None, config: Mapping[str, Any]) -> Env:
-    """The env as ``make-dataset`` and ``eval`` build it: ``max_turns`` reaches it as ``args.max_turns``."""
-    args = types.SimpleNamespace(max_turns=max_turns) if max_turns is not None else None
-    return build_env(name, args=args, **dict(config))
 
 
 def oracle_reply(env: Env, rationale: bool) -> str:
