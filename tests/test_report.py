@@ -99,3 +99,16 @@ def test_the_report_embeds_its_frames_or_links_them(tmp_path: Path) -> None:
 def test_unknown_tokens_say_unknown() -> None:
     page = render_report([_record(0, 1.0, 1)], summarize([_record(0, 1.0, 1)]))
     assert "<th>mean tokens</th><td>unknown (the policy reports no token counts)</td>" in page
+
+
+def test_an_episode_that_failed_at_reset_shows_its_error_not_an_empty_turn() -> None:
+    from vlm_envs.eval import EvalConfig
+    from vlm_envs.eval.episodes import failed_result, finish
+
+    config = EvalConfig(env="sokoban", policy="random", n=1, out=Path())
+    record = finish(failed_result(config, 0, "env: RuntimeError: no level for this seed"), 0, "random").record
+    page = render_report([record], summarize([record]))
+    data = re.search(r'id="episodes-data">(.*?)</script>', page, re.S)
+    (episode,) = json.loads(data.group(1))
+    assert episode["turns"] == [] and episode["error"] == "env: RuntimeError: no level for this seed"
+    assert "failed before its first observation" in page

@@ -127,7 +127,8 @@ def _embed_images(observation: Any, out_dir: Path) -> Any:
 
 def _episode_view(record: Mapping[str, Any], embed_from: Path | None = None) -> dict[str, Any]:
     """The fields the viewer needs (reset info and per-turn env info stay in results.jsonl); with
-    ``embed_from``, frames are read from that folder and embedded."""
+    ``embed_from``, frames are read from that folder and embedded. A turn with neither an observation
+    nor a reply (an episode that failed at reset) is left out: the viewer shows the error instead."""
     keep = ("episode", "seed", "status", "error", "reward", "success", "num_turns", "tokens", "metrics")
     view = {k: record.get(k) for k in keep}
     view["turns"] = [
@@ -143,6 +144,7 @@ def _episode_view(record: Mapping[str, Any], embed_from: Path | None = None) -> 
             "context_turns": t.get("context_turns"),
         }
         for t in record.get("turns", [])
+        if t.get("observation") or t.get("model_text") is not None
     ]
     return view
 
@@ -211,7 +213,8 @@ _JS = r"""
     const head=el('h2',null,'Episode '+ep.episode+' (seed '+ep.seed+'): '+ep.status+', reward '+ep.reward+
       (ep.success?', success':''));
     pane.appendChild(head);
-    if(ep.error) pane.appendChild(block('error', ep.error));
+    if(ep.error) pane.appendChild(block(ep.turns.length?'error':
+      'error: the episode failed before its first observation', ep.error));
     ep.turns.forEach(t=>{
       const box=el('section','turn'); box.dataset.turn=t.turn;
       box.appendChild(el('h3',null, t.turn===0 ? 'Turn 0: first observation' :
