@@ -1,9 +1,9 @@
 """``--policy sglang:URL``: episodes through the rollout's ``run_episode`` against the SGLang test server.
 
-Two ways in, because a Qwen-VL processor folder cannot be loaded here (``AutoProcessor`` needs
-torchvision, see FACTS.md): the command line with ``--tokenizer`` naming a text-only tokenizer saved
-to disk (Sokoban in text mode), and the Python entry ``run_eval(..., policy=SGLangPolicy(...))`` with
-the tiny processor object for a vision env. Both use the in-process test server of vlm_envs.testing.
+Three ways in: the command line with ``--tokenizer`` naming a text-only tokenizer saved to disk
+(Sokoban in text mode), or the tiny processor saved by ``save_tiny_processor`` (a vision env; the
+folder loads without torchvision), and the Python entry ``run_eval(..., policy=SGLangPolicy(...))``
+with the tiny processor object. All use the in-process test server of vlm_envs.testing.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from vlm_envs.eval.sglang_policy import SGLangPolicy
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.testing import Fault, SGLangTestServer, build_tiny_tokenizer
+from vlm_envs.testing import Fault, SGLangTestServer, build_tiny_tokenizer, save_tiny_processor
 
 
 def test_cli_sglang_policy_matches_run_episode_token_for_token(
@@ -151,3 +151,31 @@ def test_a_bad_history_is_a_one_line_error(
     argv = ["eval", "sokoban", "--policy", policy, "--history", history, "--tokenizer", str(tmp_path)]
     assert main([*argv, "--out", str(tmp_path / "out"), "--quiet"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_cli_sglang_with_a_saved_processor_folder_sends_images(
+    sglang_server: SGLangTestServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = save_tiny_processor(tmp_path / "processor")  # what the test server's model was built with
+    out = tmp_path / "run"
+    sglang_server.requests.clear()
+    argv = ["eval", "sokoban", "--policy", f"sglang:{sglang_server.url}", "--tokenizer", str(folder)]
+    argv += ["-n", "1", "--max-turns", "2", "--max-tokens", "8", "--out", str(out), "--quiet"]
+    assert main(argv) == 0, capsys.readouterr().err
+    (record,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert record["status"] in ("completed", "truncated"), record["error"]
+    assert sglang_server.requests and all(r["image_data"] >= 1 for r in sglang_server.requests)
+
+
+def test_a_tokenizer_without_an_image_processor_is_refused_for_an_image_env(
+    sglang_server: SGLangTestServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tokenizer_dir = tmp_path / "tokenizer"
+    build_tiny_tokenizer().save_pretrained(tokenizer_dir)
+    out = tmp_path / "run"
+    argv = ["eval", "sokoban", "--policy", f"sglang:{sglang_server.url}", "--tokenizer", str(tokenizer_dir)]
+    assert main([*argv, "-n", "2", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("vlm-envs: error: ")
+    assert f"--tokenizer {str(tokenizer_dir)!r} holds no image processor" in err and "sokoban" in err
+    assert not out.exists()

@@ -113,3 +113,32 @@ def test_sampling_params_validation():
     ):
         with pytest.raises(ValueError):
             SamplingParams.from_request(bad)
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen3_vl"])
+def test_a_saved_tiny_processor_loads_offline_as_the_same_processor(family: str, tmp_path) -> None:
+    from vlm_envs.eval.processors import load_processor
+    from vlm_envs.testing import save_tiny_processor
+
+    folder = save_tiny_processor(tmp_path / "proc", family)
+    code = (
+        "import sys\nfrom vlm_envs.eval.processors import load_processor\n"
+        "p = load_processor(sys.argv[1]); print(type(p).__name__, p.image_processor.patch_size)"
+    )
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    child = subprocess.run(
+        [sys.executable, "-c", code, str(folder)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.split() == [
+        type(build_tiny_processor(family)).__name__.removeprefix("Tiny"),
+        str(14 if family == "qwen2_vl" else 16),
+    ]
+    built, loaded = build_tiny_processor(family), load_processor(str(folder))
+    messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "hi"}]}]
+    texts = [p.apply_chat_template(messages, tokenize=False) for p in (built, loaded)]
+    assert texts[0] == texts[1]
+    a, b = (p(text=[texts[0]], images=[gray(100)], return_tensors="pt") for p in (built, loaded))
+    assert a["input_ids"].tolist() == b["input_ids"].tolist()
+    assert torch.equal(a["pixel_values"], b["pixel_values"])
+    assert a["image_grid_thw"].tolist() == b["image_grid_thw"].tolist()

@@ -4,31 +4,108 @@ A local folder loads as is. A hub name is tried in the local Hugging Face cache 
 is not there, offline mode is off and one short request shows the hub answers is it downloaded.
 Without that check ``huggingface_hub`` retries each file with backoff (about 50 s per name here, over
 3 minutes through a processor's several files) before it gives up.
+
+transformers builds a Qwen-VL processor only with its video processor, which needs torchvision (there
+is no CPU build of it, FACTS.md). A local folder whose processor does not load that way is assembled
+from its image processor (the PIL one) and its tokenizer, with no video processor: images and text
+work, videos do not.
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import urllib.error
 import urllib.parse
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from vlm_envs.eval.policies import PolicyError
+
+#: What a folder holds for each part (transformers' file names).
+IMAGE_PROCESSOR_FILE, PROCESSOR_FILE, TOKENIZER_FILE = (
+    "preprocessor_config.json",
+    "processor_config.json",
+    "tokenizer_config.json",
+)
 
 #: Seconds the hub has to answer one request before a name that is not cached is given up on.
 HUB_PROBE_TIMEOUT_S = 5.0
 _HINT = "pass --tokenizer /path/to/folder (a local folder with the served model's tokenizer files)"
 
 
+class NoVideoCheck:
+    """Mixed into a processor class, lets it be assembled with ``video_processor=None``."""
+
+    def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
+        if argument is None and argument_name == "video_processor":
+            return None
+        return super().check_argument_for_proper_class(argument_name, argument)  # type: ignore[misc]
+
+
+def _config(folder: Path, name: str) -> dict[str, Any]:
+    try:
+        found = json.loads((folder / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _without_video(folder: Path) -> Any | None:
+    """The folder's processor from its image processor and tokenizer, no video processor; ``None``
+    where the folder names no image processor or processor class, or they do not assemble."""
+    import transformers
+
+    image_type = _config(folder, IMAGE_PROCESSOR_FILE).get("image_processor_type")
+    processor_name = next(
+        filter(
+            None,
+            (
+                _config(folder, f).get("processor_class")
+                for f in (PROCESSOR_FILE, IMAGE_PROCESSOR_FILE, TOKENIZER_FILE)
+            ),
+        ),
+        None,
+    )
+    if not isinstance(image_type, str) or not isinstance(processor_name, str):
+        return None
+    try:  # the PIL image processor where transformers has one (the default one may need torchvision)
+        image_class = getattr(transformers, image_type + "Pil", None) or getattr(transformers, image_type)
+        processor_class = getattr(transformers, processor_name)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+        assembled = type(processor_class.__name__, (NoVideoCheck, processor_class), {})
+        return assembled(
+            image_processor=image_class.from_pretrained(folder),
+            tokenizer=tokenizer,
+            video_processor=None,
+            chat_template=tokenizer.chat_template,
+        )
+    except Exception:  # any part missing or of another shape: the caller says what did not load
+        return None
+
+
+def has_image_processor(processor: Any) -> bool:
+    """Whether ``processor`` can encode images (a plain tokenizer cannot)."""
+    return getattr(processor, "image_processor", None) is not None
+
+
 def _load(name: str, **kwargs: Any) -> Any:
-    """``AutoProcessor``, or ``AutoTokenizer`` where no processor loads; :class:`PolicyError` if neither."""
+    """``AutoProcessor``, or ``AutoTokenizer`` where no processor loads; :class:`PolicyError` if neither.
+
+    A local folder that holds an image processor but gives no processor with one is assembled
+    without a video processor (see the module doc).
+    """
     from transformers import AutoProcessor, AutoTokenizer
 
+    folder = Path(name) if os.path.isdir(name) else None
     try:
-        return AutoProcessor.from_pretrained(name, **kwargs)
+        processor = AutoProcessor.from_pretrained(name, **kwargs)
     except Exception as processor_error:  # a VLM processor can fail in many ways (e.g. no torchvision)
+        assembled = _without_video(folder) if folder is not None else None
+        if assembled is not None:
+            return assembled
         try:
             return AutoTokenizer.from_pretrained(name, **kwargs)
         except Exception as err:
@@ -36,6 +113,9 @@ def _load(name: str, **kwargs: Any) -> Any:
                 f"cannot load a processor or tokenizer from {name!r}: {type(processor_error).__name__}: "
                 f"{processor_error}; {type(err).__name__}: {err}"
             ) from err
+    if folder is not None and not has_image_processor(processor):  # AutoProcessor fell back to the tokenizer
+        return _without_video(folder) or processor
+    return processor
 
 
 def _looks_like_path(name: str) -> bool:

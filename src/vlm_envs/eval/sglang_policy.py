@@ -14,7 +14,7 @@ import aiohttp
 
 from vlm_envs.eval.balance import LeastInFlight
 from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions
-from vlm_envs.eval.processors import load_processor
+from vlm_envs.eval.processors import has_image_processor, load_processor
 from vlm_envs.eval.reachable import unreachable
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation, StepInfo
@@ -109,10 +109,26 @@ class SGLangPolicy(Policy):
             raise PolicyError(f"--history: {err}") from err
         self.codec: ChatCodec | None = None
         self.sampling = {"temperature": options.temperature, "max_new_tokens": options.max_tokens}
+        #: The env whose first observation shows images (set by :meth:`check_env`), else ``None``.
+        self.shows_images: str | None = None
+
+    def check_env(self, env: Env) -> None:
+        """Note whether the env's first observation shows images (:meth:`start` then needs a processor
+        that encodes them: a plain tokenizer failed every episode)."""
+        obs, _ = env.reset(seed=0)
+        if obs.images:
+            self.shows_images = env.spec.name if env.spec is not None else type(env).__name__
 
     async def start(self) -> None:
         tok = self.options.tokenizer
         processor = await asyncio.to_thread(load_processor, tok) if isinstance(tok, str) else tok
+        if self.shows_images is not None and not has_image_processor(processor):
+            named = repr(tok) if isinstance(tok, str) else f"({type(tok).__name__})"
+            raise PolicyError(
+                f"--tokenizer {named} holds no image processor (a tokenizer alone; a processor folder has "
+                f"preprocessor_config.json) and env {self.shows_images!r} shows images: pass the served "
+                "model's processor folder"
+            )
         self.codec = ChatCodec(processor)
         async with aiohttp.ClientSession() as session:
             for url in self.urls:  # every server must answer before the run starts

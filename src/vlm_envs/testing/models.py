@@ -5,12 +5,15 @@ no CPU torchvision build here (FACTS.md). The way around chosen here: use the PI
 class directly (``Qwen2VLImageProcessorPil``, the same resizing and patching as the default backend)
 and assemble the real ``Qwen2VLProcessor`` / ``Qwen3VLProcessor`` with ``video_processor=None``
 through a subclass that skips the class check for that one missing part. Images and text work;
-videos do not. Nothing is saved to or loaded from disk: every process builds the same objects.
+videos do not. Every process builds the same objects; :func:`save_tiny_processor` writes a folder
+that ``--tokenizer DIR`` loads as the same processor.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -19,6 +22,7 @@ from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLIm
 from transformers.models.qwen2_vl.processing_qwen2_vl import Qwen2VLProcessor
 from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor
 
+from vlm_envs.eval.processors import PROCESSOR_FILE, NoVideoCheck
 from vlm_envs.testing.templates import QWEN2_VL_TEMPLATE, QWEN3_VL_TEMPLATE
 from vlm_envs.testing.tokenizer import build_tiny_tokenizer
 
@@ -30,20 +34,11 @@ _CLIP_MEAN = (0.48145466, 0.4578275, 0.40821073)
 _CLIP_STD = (0.26862954, 0.26130258, 0.27577711)
 
 
-class _NoVideoCheck:
-    """Lets a processor be assembled with ``video_processor=None`` (no torchvision, see module doc)."""
-
-    def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
-        if argument is None and argument_name == "video_processor":
-            return None
-        return super().check_argument_for_proper_class(argument_name, argument)  # type: ignore[misc]
-
-
-class TinyQwen2VLProcessor(_NoVideoCheck, Qwen2VLProcessor):
+class TinyQwen2VLProcessor(NoVideoCheck, Qwen2VLProcessor):
     """``Qwen2VLProcessor`` without a video processor."""
 
 
-class TinyQwen3VLProcessor(_NoVideoCheck, Qwen3VLProcessor):
+class TinyQwen3VLProcessor(NoVideoCheck, Qwen3VLProcessor):
     """``Qwen3VLProcessor`` without a video processor."""
 
 
@@ -73,6 +68,29 @@ def build_tiny_processor(
     return cls(
         image_processor=image_processor, tokenizer=tokenizer, video_processor=None, chat_template=template
     )
+
+
+def save_tiny_processor(
+    path: str | Path,
+    family: str = "qwen2_vl",
+    min_pixels: int = TINY_MIN_PIXELS,
+    max_pixels: int = TINY_MAX_PIXELS,
+) -> Path:
+    """Save :func:`build_tiny_processor` to folder ``path`` for ``vlm-envs eval --tokenizer DIR``.
+
+    ``processor.save_pretrained`` fails without a video processor, so the parts are saved one by one:
+    the tokenizer (with its chat template), the image processor and a ``processor_config.json`` naming
+    the processor class. :func:`vlm_envs.eval.processors.load_processor` loads the folder offline,
+    without torchvision, as the same processor. Returns the folder.
+    """
+    processor = build_tiny_processor(family, min_pixels, max_pixels)
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    processor.tokenizer.save_pretrained(folder)
+    processor.image_processor.save_pretrained(folder)
+    base = next(c for c in type(processor).__mro__ if c.__module__.startswith("transformers."))
+    (folder / PROCESSOR_FILE).write_text(json.dumps({"processor_class": base.__name__}, indent=2) + "\n")
+    return folder
 
 
 def _special_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
