@@ -1,0 +1,54 @@
+"""The ``vlm-envs`` command: ``list``, ``check``, ``play``, ``eval``, ``make-dataset`` and ``make-sft``.
+
+One module per command (:mod:`~vlm_envs.cli.listing`, :mod:`~vlm_envs.cli.check`,
+:mod:`~vlm_envs.cli.play`, :mod:`~vlm_envs.cli.evaluate`, :mod:`~vlm_envs.cli.dataset`,
+:mod:`~vlm_envs.cli.sft`), each with ``add(sub)`` registering its parser and ``run(args)``; what they
+share is in :mod:`~vlm_envs.cli.common`. Problems the user must fix (unknown env or policy,
+unreachable server, bad output path, bad config) end with one ``vlm-envs: error: ...`` line on stderr
+and exit code 2, no traceback. An eval in which every episode FAILED exits 1 (see
+:data:`~vlm_envs.cli.evaluate.EVAL_EPILOG`); Ctrl-C exits 130 with one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from vlm_envs.cli import check, dataset, evaluate, listing, play, sft
+from vlm_envs.cli.common import INTERRUPTED, USAGE_ERROR, Parser, UsageError
+
+__all__ = ["INTERRUPTED", "USAGE_ERROR", "UsageError", "build_parser", "main"]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vlm-envs")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``vlm-envs`` argument parser."""
+    parser = Parser(prog="vlm-envs", description="Multi-turn vision-language RL environments.")
+    parser.set_defaults(interrupted="")  # what a command adds to "vlm-envs: interrupted" after Ctrl-C
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for command in (listing, check, play, evaluate, dataset, sft):
+        command.add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``vlm-envs`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except UsageError as err:
+        print(f"vlm-envs: error: {err}", file=sys.stderr)
+        return USAGE_ERROR
+    except KeyboardInterrupt:
+        print(f"vlm-envs: interrupted{args.interrupted}", file=sys.stderr)
+        return INTERRUPTED
