@@ -17,6 +17,8 @@ from typing import Any
 import torch
 from PIL import Image
 
+from vlm_envs.rollout.hf_model import model_inputs, sampled_log_probs
+
 
 @dataclasses.dataclass(frozen=True)
 class SamplingParams:
@@ -129,14 +131,10 @@ class TinyEngine:
 
     def model_kwargs(self, inputs: ModelInputs, ids: list[int]) -> dict[str, Any]:
         """Keyword arguments of a model forward over ``ids`` (which must extend ``inputs.input_ids``)."""
-        tensor = torch.tensor([ids], dtype=torch.long)
-        kwargs: dict[str, Any] = {"input_ids": tensor, "attention_mask": torch.ones_like(tensor)}
+        vision = None
         if inputs.pixel_values is not None:
-            kwargs["pixel_values"] = inputs.pixel_values
-            kwargs["image_grid_thw"] = inputs.image_grid_thw
-            # 1 marks image tokens for M-RoPE (transformers' ProcessorMixin.create_mm_token_type_ids).
-            kwargs["mm_token_type_ids"] = (tensor == self.image_token_id).long()
-        return kwargs
+            vision = {"pixel_values": inputs.pixel_values, "image_grid_thw": inputs.image_grid_thw}
+        return model_inputs(ids, vision, self.image_token_id)
 
     @torch.inference_mode()
     def score(
@@ -173,9 +171,7 @@ class TinyEngine:
                 return_dict_in_generate=True,
             )
             token_ids = out.sequences[0, len(inputs.input_ids) :].tolist()
-            for step, token in enumerate(token_ids):
-                logits = out.logits[step][0].float() / (params.temperature or 1.0)
-                log_probs.append(float(torch.log_softmax(logits, dim=-1)[token]))
+            log_probs = sampled_log_probs(out.logits, token_ids, params.temperature)
         return self._finish(token_ids, log_probs, stop_ids, params)
 
     def script(self, inputs: ModelInputs, token_ids: Sequence[int], params: SamplingParams) -> Generation:

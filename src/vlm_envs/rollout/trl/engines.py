@@ -1,0 +1,180 @@
+"""The two engines of the TRL rollout: the policy generating in this process, and TRL's vLLM client.
+
+Both are :class:`~vlm_envs.rollout.engines.Engine` s: ids and images in, ids, log probs and a finish
+reason out; the episode loop checks every reply against the reply contract. Images arrive as the
+resized PIL images the codec made (``EpisodeConfig(engine_images="pil")``), in placeholder order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+import torch
+from PIL import Image
+
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.engines import EngineOutput, FinishReason
+from vlm_envs.rollout.hf_model import model_inputs, sampled_log_probs
+from vlm_envs.rollout.images import train_inputs_of
+
+
+def finish_reason(ids: Sequence[int], stop_ids: Sequence[int], max_new_tokens: int) -> FinishReason:
+    """``stop`` if the generation ended on a stop id, ``length`` if it used its whole budget."""
+    if ids and ids[-1] in stop_ids:
+        return "stop"
+    return "length" if len(ids) >= max_new_tokens else "stop"
+
+
+class PolicyEngine:
+    """The model being trained, generating in this process (``GRPOConfig(use_vllm=False)``).
+
+    ``model`` is the unwrapped policy (TRL's ``unwrap_model_for_generation``); ``generation_config``
+    is the trainer's (temperature, top-p/k, min-p, repetition penalty from ``GRPOConfig``), of which
+    each request sets ``max_new_tokens`` and the stop ids. Log probs are
+    ``log_softmax(logits / temperature)`` of the sampled tokens, what TRL's loss recomputes.
+    Generations run one at a time on ``executor`` (a single thread), so env steps of other episodes
+    go on meanwhile; images go through the codec's cache, so the model sees exactly the pixel
+    values the trainer will.
+    """
+
+    name = "trainer model"
+
+    def __init__(self, model: Any, codec: ChatCodec, generation_config: Any, executor: Executor) -> None:
+        self.model = model
+        self.codec = codec
+        self.generation_config = generation_config
+        self.executor = executor
+        self.device = next(model.parameters()).device
+
+    async def generate(
+        self, input_ids: Sequence[int], images: Sequence[Any], sampling_params: Mapping[str, Any]
+    ) -> EngineOutput:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self.executor, self._generate, list(input_ids), list(images), dict(sampling_params)
+        )
+
+    def _generate(self, ids: list[int], images: list[Image.Image], params: dict[str, Any]) -> EngineOutput:
+        config = copy.deepcopy(self.generation_config)
+        config.max_new_tokens = int(params["max_new_tokens"])
+        own = config.eos_token_id
+        own = [own] if isinstance(own, int) else list(own or [])
+        stop_ids = sorted({*own, *params.get("stop_token_ids", ())})
+        config.eos_token_id = stop_ids
+        config.output_logits, config.return_dict_in_generate = True, True
+        vision = train_inputs_of([self.codec.process_image(image) for image in images])
+        kwargs = model_inputs(ids, vision, self.codec.image_token_id, self.device)
+        with torch.no_grad():  # grad mode is per thread: this runs on the engine's thread
+            out = self.model.generate(**kwargs, generation_config=config)
+        new = out.sequences[0, len(ids) :].tolist()  # a batch of one stops at its stop id: no padding
+        log_probs = sampled_log_probs(out.logits, new, config.temperature if config.do_sample else None)
+        return EngineOutput(
+            token_ids=new,
+            log_probs=log_probs,
+            finish_reason=finish_reason(new, stop_ids, config.max_new_tokens),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class VLLMSampling:
+    """The sampling settings TRL gives its vLLM server (from ``GRPOConfig``)."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    generation_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(cls, generation: Any) -> VLLMSampling:
+        """Read them from TRL's ``VLLMGeneration`` (``trainer.vllm_generation``)."""
+        return cls(
+            temperature=float(generation.temperature),
+            top_p=float(generation.top_p),
+            top_k=int(generation.top_k or 0),
+            min_p=float(generation.min_p or 0.0),
+            repetition_penalty=float(generation.repetition_penalty),
+            generation_kwargs=dict(generation.generation_kwargs or {}),
+        )
+
+
+def image_runs(ids: Sequence[int], image_token_id: int) -> list[dict[str, int]]:
+    """Where each image's pad tokens sit in ``ids``: one ``{"offset", "length"}`` per run."""
+    runs, start = [], None
+    for i, token in enumerate([*ids, -1]):
+        if token == image_token_id and start is None:
+            start = i
+        elif token != image_token_id and start is not None:
+            runs.append({"offset": start, "length": i - start})
+            start = None
+    return runs
+
+
+class VLLMServerEngine:
+    """TRL's vLLM client (``trl vllm-serve``; ``GRPOConfig(use_vllm=True, vllm_mode="server")``).
+
+    Images go to the server's render endpoint first (``VLLMClient.image_features``); their features
+    are then pointed at the image-pad runs of our ids (expanded, as TRL sends its own) and sent with
+    them to ``/inference/v1/generate``. TRL syncs the server's weights before each rollout. The
+    client is synchronous: each request runs on a thread, so episodes overlap.
+    """
+
+    name = "TRL vLLM server"
+
+    def __init__(self, client: Any, sampling: VLLMSampling, image_token_id: int | None) -> None:
+        self.client = client
+        self.sampling = sampling
+        self.image_token_id = image_token_id
+
+    async def generate(
+        self, input_ids: Sequence[int], images: Sequence[Any], sampling_params: Mapping[str, Any]
+    ) -> EngineOutput:
+        return await asyncio.to_thread(self._generate, list(input_ids), list(images), dict(sampling_params))
+
+    def _generate(self, ids: list[int], images: list[Image.Image], params: dict[str, Any]) -> EngineOutput:
+        features = None
+        if images:
+            (raw,) = self.client.image_features([images])
+            runs = image_runs(ids, self.image_token_id) if self.image_token_id is not None else []
+            if raw is None or len(runs) != len(raw["mm_placeholders"]["image"]):
+                found = 0 if raw is None else len(raw["mm_placeholders"]["image"])
+                raise ValueError(f"{len(runs)} runs of image tokens in the ids, {found} images processed")
+            features = [{**raw, "mm_placeholders": {**raw["mm_placeholders"], "image": runs}}]
+        s = self.sampling
+        # the episode's budget sets max_tokens: the user's per-turn cap is already in it
+        extra = {k: v for k, v in s.generation_kwargs.items() if k not in ("max_tokens", "max_new_tokens")}
+        own = extra.pop("stop_token_ids", None) or ()
+        stop_ids = sorted({*own, *params.get("stop_token_ids", ())})
+        max_tokens = int(params["max_new_tokens"])
+        out = self.client.generate(
+            prompts=[ids],
+            features=features,
+            n=1,
+            repetition_penalty=s.repetition_penalty,
+            temperature=s.temperature,
+            top_p=s.top_p,
+            top_k=s.top_k,
+            min_p=s.min_p,
+            max_tokens=max_tokens,
+            logprobs=0,
+            generation_kwargs={**extra, "stop_token_ids": stop_ids},
+        )
+        new = list(out["completion_ids"][0])
+        log_probs = out["logprobs"][0] if out.get("logprobs") is not None else []
+        token_ids = out.get("logprob_token_ids")
+        if token_ids is not None:  # each position: the sampled token's entry, wherever it ranks
+            log_probs = [
+                row[ranked.index(token)] if token in ranked else None
+                for row, ranked, token in zip(log_probs, token_ids[0], new, strict=False)
+            ]
+        else:
+            log_probs = [row[0] if isinstance(row, list) else row for row in log_probs]
+        return EngineOutput(
+            token_ids=new, log_probs=log_probs, finish_reason=finish_reason(new, stop_ids, max_tokens)
+        )
