@@ -24,7 +24,7 @@ from vlm_envs.rollout.trl import StockTrainerError, episode_reward, rollout_func
 from vlm_envs.rollout.trl.trainer import ROWS_KEY
 
 #: Tiny random models emit anything: each turn is cut at 12 tokens, so episodes play several turns.
-TURN_TOKENS, BUDGET, MAX_TURNS = 12, 400, 3
+TURN_TOKENS, MAX_TURNS = 12, 3
 
 
 @pytest.fixture(autouse=True)
@@ -52,45 +52,6 @@ def params_of(model: torch.nn.Module) -> list[torch.Tensor]:
     return [p.detach().clone() for p in model.parameters()]
 
 
-def check_losses(
-    trainer: trl_helpers.RecordingTrainer, after_generation: set[int], learns: bool = True
-) -> None:
-    """What every loss TRL computed must hold (see the module doc); ``after_generation``: the losses
-    computed before any update since their batch was generated (log probs then equal the engine's);
-    ``learns``: some loss had a nonzero advantage."""
-    assert trainer.losses
-    assert any(record.inputs["advantages"].any() for record in trainer.losses) or not learns
-    for index, record in enumerate(trainer.losses):
-        inputs, rows = record.inputs, record.inputs[ROWS_KEY]
-        trained = (inputs["completion_mask"] * inputs["tool_mask"]).bool()
-        observation = inputs["completion_mask"].bool() & ~inputs["tool_mask"].bool()
-        for r, row in enumerate(rows):
-            n = len(row.completion_ids)
-            assert trained[r, :n].int().tolist() == row.env_mask and not trained[r, n:].any()
-            assert n <= BUDGET and row.record["num_turns"] <= MAX_TURNS
-            if row.record["status"] != "failed":  # our loss mask: each turn's reply, then its observation
-                turns = row.record["turns"]
-                expected = [
-                    m for t in turns for m in [1] * t["generated_tokens"] + [0] * t["observation_tokens"]
-                ]
-                assert row.env_mask == expected
-        sampling = inputs["sampling_per_token_logps"]
-        if index in after_generation:
-            gap = (record.logps.detach() - sampling).abs()[trained]
-            assert gap.max().item() < 1e-4, (
-                f"loss {index}: TRL's log probs differ from the rollout's by {gap.max()}"
-            )
-        old = inputs.get("old_per_token_logps")
-        if old is not None:  # computed in the generation phase, with every image, before any update
-            assert (old - sampling).abs()[trained].max().item() < 1e-4
-        grad = record.logps.grad
-        assert grad is not None and observation.any()
-        assert torch.equal(grad[observation], torch.zeros_like(grad[observation]))
-        assert (grad[trained].abs().sum() > 0) == bool(inputs["advantages"].any())
-        if record.entropies is not None and record.entropies.grad is not None:
-            assert not record.entropies.grad[observation].any()
-
-
 def test_sokoban_trains_on_every_turns_image(tmp_path: Path) -> None:
     data = with_difficulty(trl_helpers.dataset("sokoban", 2, max_turns=MAX_TURNS))
     args = trl_helpers.config(tmp_path, generation_kwargs={"max_new_tokens": TURN_TOKENS})
@@ -98,10 +59,11 @@ def test_sokoban_trains_on_every_turns_image(tmp_path: Path) -> None:
     before = params_of(trainer.model)
     trainer.train()
     assert trainer.state.global_step == 2
-    check_losses(trainer, after_generation={0, 1})
+    trl_helpers.check_losses(trainer, {0, 1}, MAX_TURNS)
     rows = [row for generation in trainer.generations for row in generation[ROWS_KEY]]
     assert max(row.num_images for row in rows) >= 2, "no episode reached an image after its first turn"
-    assert all(row.num_images == row.record["num_turns"] for row in rows if row.record["status"] != "failed")
+    assert all(0 in row.env_mask for row in rows)  # observation tokens, with their zero gradient
+    assert all(row.num_images == row.record["num_turns"] for row in rows)
     assert any(not torch.equal(a, b) for a, b in zip(before, params_of(trainer.model), strict=True))
     logged = trainer.state.log_history[0]
     assert "vlm_envs/status/truncated" in logged and "rewards/episode_reward/mean" in logged
@@ -119,7 +81,7 @@ def test_qwen3_vl_format_and_reused_generations(tmp_path: Path) -> None:
     trainer.train()
     assert len(trainer.generations) == 2 and len(trainer.losses) == 3
     assert all("old_per_token_logps" in generation for generation in trainer.generations)
-    check_losses(trainer, after_generation={0, 2})
+    trl_helpers.check_losses(trainer, {0, 2}, MAX_TURNS)
 
 
 def test_geo3k_tool_turns_train(tmp_path: Path) -> None:
@@ -141,7 +103,7 @@ def test_geo3k_tool_turns_train(tmp_path: Path) -> None:
     )
     trainer = trl_helpers.trainer(data, args, reward_funcs=[episode_reward, seen_rewards])
     trainer.train()
-    check_losses(trainer, after_generation={0, 1}, learns=False)
+    trl_helpers.check_losses(trainer, {0, 1}, 2, learns=False)
     records = [row.record for generation in trainer.generations for row in generation[ROWS_KEY]]
     assert any(turn["metrics"].get("tool_calls") for record in records for turn in record["turns"])
 

@@ -13,6 +13,7 @@ from trl import GRPOConfig
 
 from vlm_envs.eval.trl_dataset import trl_rows
 from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer
+from vlm_envs.rollout.trl.trainer import ROWS_KEY
 from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl, build_tiny_qwen3_vl
 
 MODELS = {"qwen2_vl": build_tiny_qwen2_vl, "qwen3_vl": build_tiny_qwen3_vl}
@@ -97,3 +98,42 @@ def trainer(
     processor = build_tiny_processor(family)
     model = MODELS[family](processor).train()
     return cls(model=model, args=args, train_dataset=data, processing_class=processor, **kwargs)
+
+
+def check_losses(
+    trainer: RecordingTrainer, after_generation: set[int], max_turns: int, learns: bool = True
+) -> None:
+    """What every loss TRL computed must hold: TRL's per-token log probs equal the rollout engine's
+    (fp32, 1e-4) on the losses in ``after_generation`` (computed before any update since their batch
+    was generated), and its old log probs always; its loss mask is ours, turn by turn; the gradient on
+    observation tokens' log probs is exactly zero; budgets hold, no episode failed; ``learns``: some
+    advantage is not 0."""
+    assert trainer.losses
+    assert any(record.inputs["advantages"].any() for record in trainer.losses) or not learns
+    for index, record in enumerate(trainer.losses):
+        inputs, rows = record.inputs, record.inputs[ROWS_KEY]
+        trained = (inputs["completion_mask"] * inputs["tool_mask"]).bool()
+        observation = inputs["completion_mask"].bool() & ~inputs["tool_mask"].bool()
+        for r, row in enumerate(rows):
+            n = len(row.completion_ids)
+            assert trained[r, :n].int().tolist() == row.env_mask and not trained[r, n:].any()
+            assert n <= trainer.args.max_completion_length
+            assert row.record["num_turns"] <= max_turns and row.record["status"] in ("completed", "truncated")
+            turns = row.record["turns"]  # our loss mask: each turn's reply, then its observation
+            expected = [m for t in turns for m in [1] * t["generated_tokens"] + [0] * t["observation_tokens"]]
+            assert row.env_mask == expected
+        sampling = inputs["sampling_per_token_logps"]
+        if index in after_generation:
+            gap = (record.logps.detach() - sampling).abs()[trained]
+            assert gap.max().item() < 1e-4, (
+                f"loss {index}: TRL's log probs differ from the rollout's by {gap.max()}"
+            )
+        old = inputs.get("old_per_token_logps")
+        if old is not None:  # computed in the generation phase, with every image, before any update
+            assert (old - sampling).abs()[trained].max().item() < 1e-4
+        grad = record.logps.grad
+        assert grad is not None  # (a tool env's episode may end on its first reply: no observation)
+        assert torch.equal(grad[observation], torch.zeros_like(grad[observation]))
+        assert (grad[trained].abs().sum() > 0) == bool(inputs["advantages"].any())
+        if record.entropies is not None and record.entropies.grad is not None:
+            assert not record.entropies.grad[observation].any()

@@ -1,4 +1,5 @@
-"""``vlm-envs make-dataset``: parquet rows for slime's ``--prompt-data`` (or verl's), and the YAML."""
+"""``vlm-envs make-dataset``: parquet rows for slime's ``--prompt-data`` (or verl's, or TRL's), and the
+YAML (or, for TRL, a training script)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,13 @@ RAY_AUTO = "auto"
 def add(sub: argparse._SubParsersAction) -> None:
     """Register the ``make-dataset`` command."""
     ds = sub.add_parser(
-        "make-dataset", help="parquet rows for slime --prompt-data (or verl), and the matching YAML"
+        "make-dataset", help="parquet rows for slime --prompt-data (or verl, or TRL), and the matching YAML"
     )
     add_env_options(ds)
     ds.add_argument("-n", type=int, required=True, help="number of rows")
     ds.add_argument("--out", required=True, help="parquet file to write (the YAML goes next to it)")
     ds.add_argument(
-        "--trainer", choices=("slime", "verl"), default="slime", help="whose layout (default slime)"
+        "--trainer", choices=("slime", "verl", "trl"), default="slime", help="whose layout (default slime)"
     )
     ds.add_argument(
         "--force", action="store_true", help="replace --out and its YAML if they exist (else it refuses)"
@@ -86,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"make-dataset {args.env!r}: {one_line(err)}") from err
     if shards is not None:
         print(f"built on Ray: {len(shards.shards)} shards on {len(set(shards.node_ids))} node(s)")
+    if args.trainer == "trl":
+        print(f"wrote {files.rows} rows to {files.parquet} and a GRPO training script to {files.script}")
+        print(f"TRL run: python {files.script}\n\n{files.script_text()}", end="")
+        return 0
     if args.trainer == "verl":
         print(f"wrote {files.rows} rows to {files.parquet} and the agent-loop YAML to {files.yaml}")
         print(f"verl ({files.backend}) run:\n  " + files.command())

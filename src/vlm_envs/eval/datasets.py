@@ -1,5 +1,6 @@
 """``vlm-envs make-dataset``: parquet rows for slime's ``--prompt-data`` and the matching YAML
-(``--trainer verl``: verl's layout, see :mod:`vlm_envs.eval.verl_dataset`).
+(``--trainer verl``: verl's layout, see :mod:`vlm_envs.eval.verl_dataset`; ``--trainer trl``: TRL's,
+and a training script, see :mod:`vlm_envs.eval.trl_dataset`).
 
 Geo3k rows come from :mod:`vlm_envs.data.geo3k` (procedural problems, the answer as label). Any
 other env gets one row per seed: its first observation as the prompt, its images, and metadata
@@ -26,10 +27,11 @@ from vlm_envs.protocol import DEFAULT_MAX_TURNS, SEED_LIMIT
 from vlm_envs.registry import build_env, get_spec
 
 if TYPE_CHECKING:
+    from vlm_envs.eval.trl_dataset import TrlFiles
     from vlm_envs.eval.verl_dataset import VerlFiles
 
 PROMPT_KEY, IMAGES_KEY, LABEL_KEY, METADATA_KEY = "problem", "images", "answer", "metadata"
-TRAINERS = ("slime", "verl")
+TRAINERS = ("slime", "verl", "trl")
 Row = dict[str, Any]
 
 
@@ -106,6 +108,10 @@ class RowSpec:
 
             index = first - self.seed  # within the whole dataset, not within this range
             return verl_rows(self.env_name, count, first, self.max_turns, self.env_config, index)
+        if self.trainer == "trl":
+            from vlm_envs.eval.trl_dataset import trl_rows
+
+            return trl_rows(self.env_name, count, first, self.max_turns, self.env_config)
         if self.geo3k:
             from vlm_envs.data.geo3k import generated_problems, slime_rows
 
@@ -143,6 +149,10 @@ def output_files(out: str | Path, trainer: str) -> tuple[Path, Path]:
         from vlm_envs.eval.verl_dataset import agent_loop_yaml_path
 
         return path, agent_loop_yaml_path(path)
+    if trainer == "trl":
+        from vlm_envs.eval.trl_dataset import script_path
+
+        return path, script_path(path)
     return path, path.with_suffix(".yaml")
 
 
@@ -182,7 +192,7 @@ def make_dataset(
     backend: str = "fsdp",
     runner: RowRunner = run_here,
     force: bool = False,
-) -> DatasetFiles | VerlFiles:
+) -> DatasetFiles | VerlFiles | TrlFiles:
     """Write ``n`` rows to ``out`` (parquet) and the trainer's YAML next to it.
 
     For slime (the default) the YAML is ``--custom-config-path``'s (same name, ``.yaml``); for verl
@@ -220,5 +230,9 @@ def make_dataset(
     write_rows(rows, path)
     if trainer == "verl":
         return write_verl_yaml(path, n, env_name, max_turns, backend)  # type: ignore[arg-type]
+    if trainer == "trl":
+        from vlm_envs.eval.trl_dataset import write_trl_script
+
+        return write_trl_script(path, n, env_name, max_turns)
     write_atomic(yaml_path, slime_yaml(spec.target, max_turns or DEFAULT_MAX_TURNS))
     return DatasetFiles(parquet=path, yaml=yaml_path, rows=n)
