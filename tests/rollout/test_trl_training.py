@@ -20,6 +20,7 @@ import torch
 import trl_helpers
 from trl import GRPOTrainer
 
+from vlm_envs import build_env
 from vlm_envs.rollout.trl import StockTrainerError, episode_reward, rollout_func
 from vlm_envs.rollout.trl.trainer import ROWS_KEY
 
@@ -84,15 +85,16 @@ def test_qwen3_vl_format_and_reused_generations(tmp_path: Path) -> None:
     trl_helpers.check_losses(trainer, {0, 2}, MAX_TURNS)
 
 
-def test_geo3k_tool_turns_train(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "family", ["qwen2_vl", "qwen3_vl"]
+)  # Qwen3's template wraps tool replies in a user turn
+def test_geo3k_tool_turns_train(family: str, tmp_path: Path) -> None:
     """Geo3k's calc_score tool answers in a tool message. A random model never writes a tool call, so
     generation is biased toward the oracle's first reply (transformers' sequence_bias: each token of
     it after its prefix); the log probs stay the model's own, which TRL's must equal. Every episode
     of a group then plays alike: no advantage, so nothing to learn here (the Sokoban runs learn)."""
     data = with_difficulty(trl_helpers.dataset("geo3k", 2, max_turns=2))
-    processor = trl_helpers.build_tiny_processor()
-    from vlm_envs import build_env
-
+    processor = trl_helpers.build_tiny_processor(family)
     env = build_env("geo3k")
     env.reset(seed=0)
     reply = processor.tokenizer.encode(env.oracle_response(), add_special_tokens=False)
@@ -101,11 +103,12 @@ def test_geo3k_tool_turns_train(tmp_path: Path) -> None:
     args = trl_helpers.config(
         tmp_path, generation_kwargs={"max_new_tokens": len(reply), "sequence_bias": bias}, max_steps=2
     )
-    trainer = trl_helpers.trainer(data, args, reward_funcs=[episode_reward, seen_rewards])
+    trainer = trl_helpers.trainer(data, args, family=family, reward_funcs=[episode_reward, seen_rewards])
     trainer.train()
     trl_helpers.check_losses(trainer, {0, 1}, 2, learns=False)
     records = [row.record for generation in trainer.generations for row in generation[ROWS_KEY]]
-    assert any(turn["metrics"].get("tool_calls") for record in records for turn in record["turns"])
+    tool_turns = [t for r in records for t in r["turns"] if t["metrics"].get("tool_calls")]
+    assert tool_turns and tool_turns[0]["observation_tokens"] > 0  # the tool reply, a tool message
 
 
 def test_stock_grpo_trainer_refuses_episodes_with_images(tmp_path: Path) -> None:
