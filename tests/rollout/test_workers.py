@@ -237,3 +237,36 @@ def test_pickled_images_carry_no_pixel_rows_and_make_the_same_ones(served):
     assert len(data) < rows.numel()  # the image's bytes, not the float rows (8x as many)
     again = pickle.loads(data)
     assert torch.equal(again.pixel_values, rows) and again.grid_thw == processed.grid_thw
+
+
+def test_a_job_the_worker_cannot_read_fails_alone_and_the_worker_goes_on(scripted, tmp_path, monkeypatch):
+    """A job holding an object of a module the caller has and the worker lacks (written here after
+    the worker started): that episode FAILS at once naming the module and what to do; the jobs sent
+    with it and after it play (before, the worker's inbox died and all of them hung). A trainer's
+    sample of such a class travels as a plain snapshot of its task fields, so its job plays."""
+    (tmp_path / "only_in_the_caller.py").write_text(
+        "class Thing:\n    pass\n\n\nclass Sample:\n    def __init__(self, metadata):\n"
+        "        self.metadata, self.status = metadata, Thing()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from only_in_the_caller import Sample, Thing
+
+    config = EpisodeConfig(max_turns=2, max_new_tokens=16)
+    bad = EpisodeJob("sokoban", {**SOKOBAN, "thing": Thing()}, seed=0, config=config)
+    good = EpisodeJob("sokoban", SOKOBAN, seed=1, config=config)
+    # the env's config comes from the sample's metadata: it reached the worker
+    sampled = EpisodeJob(
+        "sokoban", sample=Sample({"env_config": {**SOKOBAN, "grid_size": (7, 5)}}), config=config
+    )
+
+    async def play(*jobs):
+        return await asyncio.wait_for(asyncio.gather(*(scripted.run(job) for job in jobs)), timeout=60)
+
+    unreadable, beside, from_sample = asyncio.run(play(bad, good, sampled))
+    assert unreadable.status is Status.FAILED and unreadable.reward == 0.0
+    assert "No module named 'only_in_the_caller'" in unreadable.error and "PYTHONPATH" in unreadable.error
+    assert beside.status is Status.TRUNCATED and len(beside.turns) == 2
+    assert from_sample.status in (Status.COMPLETED, Status.TRUNCATED), from_sample.error
+    assert from_sample.images[0].grid_thw != beside.images[0].grid_thw  # a 7x5 board, not 6x6
+    (after,) = asyncio.run(play(good))
+    assert after.status is Status.TRUNCATED and len(after.turns) == 2

@@ -1,10 +1,12 @@
 """Inside an episode worker process: build a codec and an engine, then play the episodes sent.
 
 The caller side is :class:`~vlm_envs.rollout.workers.EpisodeWorkers`. Messages both ways are
-pickled ``(kind, job_id, payload)`` tuples: ``run``/``abort``/``free``/``stop`` to the worker;
-``ready``/``fatal``/``alive``/``done`` back (:mod:`vlm_envs.rollout.wire` messages), ``done``
-carrying the finished trajectory with its training tensors in shared memory. Env steps run
-inline on the worker's loop: that is what the worker is for.
+pickled ``(kind, job_id, payload)`` tuples: ``run``/``abort``/``free``/``stop`` to the worker,
+``run`` carrying the job as a pickle of its own (read apart, so a job the worker cannot read fails
+alone); ``ready``/``fatal``/``alive``/``done``/``unread`` back (:mod:`vlm_envs.rollout.wire`
+messages), ``done`` carrying the finished trajectory with its training tensors in shared memory,
+``unread`` why a job could not be read here. Env steps run inline on the worker's loop: that is
+what the worker is for.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import gc
 import os
 import pickle
 import threading
+import types
 from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any
@@ -41,6 +44,9 @@ YOUNG_COLLECTION_EVERY = 10_000
 #: Added to a worker's niceness: when the caller's loop and a worker both want a core, the loop
 #: (which serves the trainer and every engine call) gets it first; the workers lose no throughput.
 WORKER_NICENESS = 5
+#: The fields of a trainer's sample that env factories read (slime's ``Sample``: the task, not the
+#: rollout's state); a job that leaves this process carries these only (:meth:`EpisodeJob.portable`).
+SAMPLE_TASK_FIELDS = ("index", "group_index", "prompt", "label", "metadata", "multimodal_inputs")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,6 +62,34 @@ class EpisodeJob:
     sampling_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: The prompt if the env's first observation is empty (encoded in the worker).
     fallback_prompt: FallbackPrompt | None = None
+
+    def portable(self) -> EpisodeJob:
+        """This job as sent to a worker process or a Ray actor: its sample (unless ``None``, a
+        mapping or already a namespace) a plain namespace of :data:`SAMPLE_TASK_FIELDS`, so the
+        other side needs none of the trainer's classes (slime's) to read it. Out of process, an env
+        factory's changes to the sample never reached the trainer anyway."""
+        sample = self.sample
+        if sample is None or isinstance(sample, Mapping | types.SimpleNamespace):
+            return self
+        fields = {name: getattr(sample, name) for name in SAMPLE_TASK_FIELDS if hasattr(sample, name)}
+        return dataclasses.replace(self, sample=types.SimpleNamespace(**fields))
+
+
+def unreadable_job(err: BaseException, remedy: str) -> str:
+    """Why a job could not be unpickled where it was to play, and what to do (``remedy``: where to
+    install what the job holds)."""
+    what = f"{type(err).__name__}: {' '.join(str(err).split())}"
+    return (
+        f"the job could not be read where it plays ({what}); every class a job holds (in its env "
+        f"config, its sample's fields) must be importable there: {remedy}"
+    )
+
+
+#: What to do about a job a local worker cannot read.
+LOCAL_REMEDY = (
+    "install that module in the workers' Python environment, or put its folder on PYTHONPATH "
+    "(or sys.path) before the workers start"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,15 +164,20 @@ async def _serve(
         """The caller's messages, on a thread of their own: a region the caller frees is free
         at once, not when this busy loop gets to it, so the arena stays small."""
         while True:
-            try:
-                kind, job_id, job = pickle.loads(conn.recv_bytes())
+            try:  # plain types only: a job is a pickle of its own, read below
+                kind, job_id, payload = pickle.loads(conn.recv_bytes())
             except (EOFError, OSError):  # the caller is gone
                 kind = "stop"
             try:
                 if kind == "free":  # the caller is done with a region of the arena
                     packer.release(job_id)
                 elif kind == "run":
-                    loop.call_soon_threadsafe(start, job_id, job)
+                    try:
+                        job = pickle.loads(payload)
+                    except Exception as err:  # e.g. a class whose module only the caller has
+                        sender.put(plain(("unread", job_id, unreadable_job(err, LOCAL_REMEDY))))
+                    else:
+                        loop.call_soon_threadsafe(start, job_id, job)
                 elif kind == "abort":
                     loop.call_soon_threadsafe(aborted.add, job_id)
                 else:  # told to stop

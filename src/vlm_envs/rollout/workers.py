@@ -193,7 +193,8 @@ class _Worker:
 
     def submit(self, job_id: int, job: EpisodeJob, waiter: Waiter) -> bool:
         """Send the job, whose trajectory goes to ``waiter``; ``False`` if this worker has ended."""
-        data = pickle.dumps(("run", job_id, job), protocol=5)  # an unpicklable job fails here, at once
+        # the job as a pickle of its own, which the worker reads apart; an unpicklable job fails here
+        data = pickle.dumps(("run", job_id, pickle.dumps(job.portable(), protocol=5)), protocol=5)
         with self.lock:
             if self.ended:
                 return False
@@ -230,6 +231,8 @@ class _Worker:
                     # in a box the caller empties: this thread keeps no reference (see handoff.py)
                     box, payload = [payload], None
                     self._settle(job_id, box)
+                elif kind == "unread":  # the worker could not read that job: it fails alone
+                    self._fail(job_id, f"worker: {payload}")
                 elif kind == "ready":
                     ready = True
                 elif kind == "fatal":
@@ -251,11 +254,19 @@ class _Worker:
         for waiter in orphans.values():
             waiter.fail(f"worker: {reason} (exit code {code})")
 
-    def _settle(self, job_id: int, box: list[Trajectory]) -> None:
+    def _take(self, job_id: int) -> Waiter | None:
         with self.lock:
-            waiter = self.pending.pop(job_id, None)
+            return self.pending.pop(job_id, None)
+
+    def _settle(self, job_id: int, box: list[Trajectory]) -> None:
+        waiter = self._take(job_id)
         if waiter is not None:
             waiter.hand_over(box)
+
+    def _fail(self, job_id: int, error: str) -> None:
+        waiter = self._take(job_id)
+        if waiter is not None:
+            waiter.fail(error)
 
     def close(self) -> None:
         self.closing = True
