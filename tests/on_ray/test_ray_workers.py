@@ -3,10 +3,12 @@ loop, actors on both nodes, a killed actor contained, the trainer's abort honour
 
 import asyncio
 import functools
+import re
 import time
 
 import pytest
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from rollout_helpers import (
     SOKOBAN,
     assert_plays_as_on_the_callers_loop,
@@ -145,3 +147,81 @@ def test_episodes_beyond_the_in_flight_bound_wait_for_a_slot(scripted):
     trajs = run_jobs(scripted, *(EpisodeJob("sokoban", SOKOBAN, seed=i, config=config) for i in range(9)))
     assert [len(t.turns) for t in trajs] == [3] * 9 and all(t.status is Status.TRUNCATED for t in trajs)
     assert scripted._slots.load == [0, 0]
+
+
+def test_a_job_an_actor_cannot_read_fails_alone_and_the_pool_goes_on(scripted, tmp_path, monkeypatch):
+    """A job holding an object of a module only this driver has (the nodes' PYTHONPATH lacks it):
+    that episode FAILS at once naming the module and what to do; the jobs of its batch and later
+    ones play (before, the batch was swallowed and they all hung). A trainer's sample of such a
+    class (as slime's Sample, when slime is on the driver only) travels as a plain snapshot."""
+    (tmp_path / "only_on_the_driver.py").write_text(
+        "class Thing:\n    pass\n\n\nclass Sample:\n    def __init__(self, metadata):\n"
+        "        self.metadata, self.status = metadata, Thing()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from only_on_the_driver import Sample, Thing
+
+    config = EpisodeConfig(max_turns=2, max_new_tokens=16)
+    bad = EpisodeJob("sokoban", {**SOKOBAN, "thing": Thing()}, seed=0, config=config)
+    good = [EpisodeJob("sokoban", SOKOBAN, seed=i, config=config) for i in (1, 2)]
+    sampled = EpisodeJob("sokoban", sample=Sample({"env_config": SOKOBAN}), seed=3, config=config)
+
+    async def play(*jobs):
+        return await asyncio.wait_for(asyncio.gather(*(scripted.run(job) for job in jobs)), timeout=60)
+
+    unreadable, *beside = asyncio.run(play(bad, *good, sampled))
+    assert unreadable.status is Status.FAILED and unreadable.reward == 0.0
+    assert "No module named 'only_on_the_driver'" in unreadable.error
+    assert "install that module on every node" in unreadable.error and "PYTHONPATH" in unreadable.error
+    assert [t.status for t in beside] == [Status.TRUNCATED] * 3, [t.error for t in beside]
+    after = asyncio.run(play(*good))
+    assert [t.status for t in after] == [Status.TRUNCATED] * 2 and scripted._slots.load == [0, 0]
+
+
+def test_actors_the_cluster_cannot_hold_fail_their_episodes_at_once(ray_cluster, served):
+    """Two one-CPU nodes, actors asking four CPUs each: one line naming the request and what the
+    cluster has, instead of actors pending forever."""
+    _, codec = served
+    make_engine = functools.partial(ScriptedEngine, [[0]])
+    with RayEpisodeWorkers(2, codec.processor, make_engine, num_cpus=4, resources={"tpu": 1}) as pool:
+
+        async def play():
+            return await asyncio.wait_for(pool.run(EpisodeJob("sokoban", SOKOBAN, seed=0)), timeout=30)
+
+        traj = asyncio.run(play())
+    assert traj.status is Status.FAILED and traj.reward == 0.0
+    assert "Ray actors asking CPU=4, tpu=1 each: 2 wanted, the cluster has room for 0" in traj.error
+    assert "have CPU=2, tpu=0 in all" in traj.error and "vlm_envs_ray_actor_cpus" in traj.error
+
+
+def test_an_actor_not_started_in_time_fails_its_episodes_and_the_line_says_why(ray_cluster, served):
+    """Room for the actor on paper (a one-CPU node), but other work holds half of each node's CPU:
+    its episodes end FAILED after place_timeout_s with what it asked and what is free, instead of
+    waiting forever."""
+    _, codec = served
+
+    @ray.remote(num_cpus=0.5)
+    class Hog:
+        def ping(self):
+            return True
+
+    nodes = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
+    hogs = [
+        Hog.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n, soft=False)).remote() for n in nodes
+    ]
+    try:
+        ray.get([hog.ping.remote() for hog in hogs], timeout=60)
+        make_engine = functools.partial(ScriptedEngine, [[0]])
+        with RayEpisodeWorkers(1, codec.processor, make_engine, num_cpus=1, place_timeout_s=3) as pool:
+
+            async def play():
+                return await asyncio.wait_for(pool.run(EpisodeJob("sokoban", SOKOBAN, seed=0)), timeout=30)
+
+            traj = asyncio.run(play())
+    finally:
+        for hog in hogs:
+            ray.kill(hog)
+    assert traj.status is Status.FAILED
+    assert re.search(
+        r"an actor asking CPU=1 was not started within 3 s \(free now: CPU=[\d.]+ of 2\)", traj.error
+    )

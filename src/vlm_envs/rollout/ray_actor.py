@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import pickle
 
 import numpy as np
 import ray
 
 from vlm_envs.rollout import wire
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec, play_job, settle_collector
+from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec, play_job, settle_collector, unreadable_job
 
 #: Once an episode is ready, how long ``collect`` waits for more to come back with it (seconds).
 LINGER_S = 0.02
@@ -26,6 +27,11 @@ BATCH_BYTES = 32 << 20
 
 #: A finished episode on its way back: job id, pickle, out-of-band buffers.
 Finished = tuple[int, bytes, list[np.ndarray]]
+#: What to do about a job an actor cannot read.
+RAY_REMEDY = (
+    "install that module on every node of the Ray cluster, or put its folder on the PYTHONPATH that "
+    "each node's `ray start` runs with (or ship it: ray.init(runtime_env={'py_modules': [...]}))"
+)
 
 
 @ray.remote
@@ -54,12 +60,20 @@ class EpisodeActor:
     def node_id(self) -> str:
         return ray.get_runtime_context().get_node_id()
 
-    async def submit(self, jobs: list[tuple[int, EpisodeJob]]) -> None:
-        """Start playing ``jobs``; they come back through :meth:`collect`."""
-        for job_id, job in jobs:
+    async def submit(self, jobs: list[tuple[int, bytes]]) -> list[tuple[int, str]]:
+        """Start playing ``jobs`` (each pickled apart); they come back through :meth:`collect`.
+        Returns the ids of the jobs that could not be read here, each with why."""
+        unread = []
+        for job_id, data in jobs:
+            try:
+                job: EpisodeJob = pickle.loads(data)
+            except Exception as err:  # e.g. a class whose module this node lacks: that job fails alone
+                unread.append((job_id, unreadable_job(err, RAY_REMEDY)))
+                continue
             task = asyncio.get_running_loop().create_task(self._play(job_id, job))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
+        return unread
 
     async def collect(self) -> list[Finished]:
         """The episodes finished since the last call; waits for one, then :data:`LINGER_S` for more."""

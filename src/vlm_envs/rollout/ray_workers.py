@@ -12,14 +12,24 @@ store about 1 ms (measured here): per episode, that would be more than the calle
 the work. So calls carry batches. A dispatcher thread sends every job queued meanwhile to an actor
 in one ``submit`` call, and each actor (:class:`~vlm_envs.rollout.ray_actor.EpisodeActor`) has one
 ``collect`` call outstanding that returns the episodes finished by then, read by a collector
-thread. A trajectory travels as its pickle with its large buffers (training tensors, images) out
-of band, which the caller reads from the object store without a copy. An actor that dies fails its
-in-flight episodes with Ray's ``ActorDiedError`` (FAILED, the cause in the error) and is replaced.
-Importing this module imports ray; nothing else does.
+thread. A job travels as a pickle of its own (:meth:`EpisodeJob.portable`: a trainer's sample as a
+plain snapshot), which the actor reads apart: one it cannot read (a class whose module the actor's
+node lacks) fails alone, saying what to install. A trajectory travels as its pickle with its large
+buffers (training tensors, images) out of band, which the caller reads from the object store
+without a copy. An actor that dies fails its in-flight episodes with Ray's ``ActorDiedError``
+(FAILED, the cause in the error) and is replaced; so does one not placed within ``place_timeout_s``.
+
+The pool joins its cluster off the caller's event loop, in bounded time
+(:func:`~vlm_envs.rollout.ray_cluster.join`), and checks that the cluster can hold its actors at
+all (:func:`~vlm_envs.rollout.ray_cluster.unmet`): where it cannot, or cannot be reached, every
+episode ends FAILED with that one line instead of waiting. Importing this module imports ray;
+nothing else does.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import os
@@ -32,6 +42,7 @@ from typing import Any
 
 import numpy as np
 import ray
+from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from vlm_envs.rollout import contract
@@ -39,6 +50,7 @@ from vlm_envs.rollout.aborts import AbortWatch
 from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.handoff import Waiter
 from vlm_envs.rollout.ray_actor import EpisodeActor
+from vlm_envs.rollout.ray_cluster import JOIN_TIMEOUT_S, ClusterError, Placements, join, one_line, unmet
 from vlm_envs.rollout.slots import Slots
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec
@@ -52,6 +64,9 @@ POLL_S = 0.1
 #: Episodes in flight per actor unless told otherwise: enough to keep a core busy with a 50 ms
 #: engine at about 1 ms of CPU per turn (raise it for turns that take seconds to generate).
 RAY_MAX_IN_FLIGHT = 64
+#: Seconds an actor may take to be placed and started (imports, codec, engine) before its episodes
+#: fail and it is replaced: other work may hold the resources it asks for.
+PLACE_TIMEOUT_S = 180.0
 
 
 class _Threads:
@@ -59,9 +74,9 @@ class _Threads:
 
     def __init__(self, pool: RayEpisodeWorkers) -> None:
         self.outbox: queue.SimpleQueue[tuple[int, Any, int, EpisodeJob] | None] = queue.SimpleQueue()
-        #: ``submit`` calls sent, for the collector to read their replies (a failed call whose
-        #: reply nobody reads makes Ray log an "unhandled error"; the actor's death is reported anyway)
-        self.submitted: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        #: ``submit`` calls sent, with their slot and job ids, for the collector to read their
+        #: replies: the jobs the actor could not read
+        self.submitted: queue.SimpleQueue[tuple[Any, int, list[int]]] = queue.SimpleQueue()
         self.closed = threading.Event()
         self.threads = [
             threading.Thread(target=pool._dispatch, args=(self,), daemon=True, name="vlm-envs-ray-dispatch"),
@@ -84,7 +99,8 @@ class RayEpisodeWorkers:
     :class:`~vlm_envs.rollout.workers.EpisodeWorkers` (``make_engine`` must be picklable). Each
     actor takes ``num_cpus`` (and ``resources``, Ray's custom resources) and they are spread over
     the cluster. The pool joins the cluster this process is connected to, else ``address``, else
-    starts a local one (``ray.init``). Actors start on the first :meth:`run`, or at :meth:`start`.
+    ``RAY_ADDRESS``, else starts a local one, within ``join_timeout_s``. Actors start on the first
+    :meth:`run`, or at :meth:`start`; one not started within ``place_timeout_s`` fails its episodes.
     """
 
     def __init__(
@@ -100,6 +116,8 @@ class RayEpisodeWorkers:
         resources: Mapping[str, float] | None = None,
         address: str | None = None,
         max_in_flight: int = RAY_MAX_IN_FLIGHT,
+        join_timeout_s: float = JOIN_TIMEOUT_S,
+        place_timeout_s: float = PLACE_TIMEOUT_S,
     ) -> None:
         if actors < 1:
             raise ValueError(f"actors must be >= 1, got {actors}")
@@ -112,6 +130,10 @@ class RayEpisodeWorkers:
         self._spec_ref: ray.ObjectRef | None = None
         self._nodes: list[str] = []  # the cluster's live nodes when the pool joined it
         self._address = address
+        self._join_timeout_s = join_timeout_s
+        self._request = {"CPU": num_cpus, **(resources or {})}  # what one actor takes
+        self._joining: concurrent.futures.Future[None] | None = None
+        self._placements = Placements(self._request, place_timeout_s)
         env_vars = {contract.LOG_ENV: os.environ[contract.LOG_ENV]} if contract.LOG_ENV in os.environ else {}
         self._options: dict[str, Any] = dict(
             num_cpus=num_cpus,
@@ -132,7 +154,10 @@ class RayEpisodeWorkers:
         return len(self._actors)
 
     def start(self) -> None:
-        """Connect to the cluster and start every actor now (they build their codec and engine)."""
+        """Connect to the cluster and start every actor now (they build their codec and engine);
+        raises :class:`~vlm_envs.rollout.ray_cluster.ClusterError` if the cluster cannot be joined
+        or cannot hold the actors."""
+        self._joining_now().result()
         with self._lock:
             for index in range(len(self._actors)):
                 self._actor(index)
@@ -149,9 +174,13 @@ class RayEpisodeWorkers:
         index = await self._slots.take()
         try:
             try:
+                if self._spec_ref is None:  # not joined yet: on a thread, never on this loop
+                    await asyncio.wrap_future(self._joining_now())
                 actor, threads = self._register(index, job_id, waiter)
-            except Exception as err:  # no cluster to join, or an actor that cannot be created
-                return Trajectory.failed(f"ray: {type(err).__name__}: {err}", job.config.failure_reward)
+            except ClusterError as err:  # no cluster to join, or one that cannot hold the actors
+                return Trajectory.failed(f"ray: {err}", job.config.failure_reward)
+            except Exception as err:  # an actor that cannot be created
+                return Trajectory.failed(f"ray: {one_line(err)}", job.config.failure_reward)
             threads.outbox.put((index, actor, job_id, job))
             self._aborts.watch(job_id, actor, should_abort)
             return await waiter.trajectory()
@@ -167,6 +196,7 @@ class RayEpisodeWorkers:
             actors, self._actors = self._actors, [None] * len(self._actors)
             pending, self._pending = self._pending, [{} for _ in self._actors]
             threads, self._threads = self._threads, None
+            self._placements.clear()
         if threads is not None:
             threads.closed.set()
         for actor in actors:
@@ -187,14 +217,42 @@ class RayEpisodeWorkers:
 
     # ---- internals --------------------------------------------------------------------------------
 
+    def _joining_now(self) -> concurrent.futures.Future[None]:
+        """The pool's joining of the cluster (:meth:`_join` on a thread of its own), done, under
+        way, or started now if there was none or the last one failed."""
+        with self._lock:
+            joining = self._joining
+            if joining is None or (joining.done() and joining.exception() is not None):
+                joining = self._joining = concurrent.futures.Future()
+                threading.Thread(
+                    target=self._join, args=(joining,), daemon=True, name="vlm-envs-ray-join"
+                ).start()
+            return joining
+
+    def _join(self, joined: concurrent.futures.Future[None]) -> None:
+        """Join the cluster, check that it can hold the actors and put the spec in its store."""
+        try:
+            join(self._address, self._join_timeout_s)
+            problem = unmet(len(self._actors), self._request)
+            if problem is not None:
+                raise ClusterError(
+                    f"{problem}; ask for fewer vlm_envs_ray_actors or less vlm_envs_ray_actor_cpus / "
+                    "vlm_envs_ray_resources, or add nodes that have them"
+                )
+            spec_ref = ray.put(self._spec)  # the processor goes to the store once
+            nodes = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
+        except ClusterError as err:
+            joined.set_exception(err)
+        except Exception as err:  # the cluster went away meanwhile
+            joined.set_exception(ClusterError(f"the Ray cluster: {one_line(err)}"))
+        else:
+            with self._lock:
+                self._spec_ref, self._nodes = spec_ref, nodes
+            joined.set_result(None)
+
     def _actor(self, index: int) -> Any:
-        """The actor in slot ``index``, created (and the cluster joined) if there is none."""
+        """The actor in slot ``index``, created if there is none (the cluster is joined)."""
         if self._actors[index] is None:
-            if self._spec_ref is None:
-                if not ray.is_initialized():
-                    ray.init(address=self._address)
-                self._spec_ref = ray.put(self._spec)  # the processor goes to the store once
-                self._nodes = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
             if self._threads is None:
                 self._threads = _Threads(self)
             options = {k: v for k, v in self._options.items() if v is not None}
@@ -203,9 +261,9 @@ class RayEpisodeWorkers:
             # leaves the actor to Ray's choice
             node = self._nodes[index % len(self._nodes)] if self._nodes else None
             strategy = NodeAffinitySchedulingStrategy(node, soft=True) if node else "SPREAD"
-            self._actors[index] = EpisodeActor.options(scheduling_strategy=strategy, **options).remote(
-                self._spec_ref
-            )
+            actor = EpisodeActor.options(scheduling_strategy=strategy, **options).remote(self._spec_ref)
+            self._actors[index] = actor
+            self._placements.watch(index, actor, actor.node_id.remote())
         return self._actors[index]
 
     def _register(self, index: int, job_id: int, waiter: Waiter) -> tuple[Any, _Threads]:
@@ -225,26 +283,29 @@ class RayEpisodeWorkers:
                 while True:
                     items.append(threads.outbox.get_nowait())
             stop = None in items
-            batches: dict[int, tuple[int, Any, list[tuple[int, EpisodeJob]]]] = {}
+            batches: dict[int, tuple[int, Any, list[tuple[int, bytes]]]] = {}
             for item in items:
-                if item is not None:
-                    index, actor, job_id, job = item
-                    batches.setdefault(id(actor), (index, actor, []))[2].append((job_id, job))
+                if item is None:
+                    continue
+                index, actor, job_id, job = item
+                try:  # each job a pickle of its own: one that cannot be pickled or read fails alone
+                    data = cloudpickle.dumps(job.portable())
+                except Exception as err:
+                    self._fail(index, job_id, f"ray: the job cannot be sent: {one_line(err)}")
+                    continue
+                batches.setdefault(id(actor), (index, actor, []))[2].append((job_id, data))
             for index, actor, jobs in batches.values():
+                job_ids = [job_id for job_id, _ in jobs]
                 try:
-                    threads.submitted.put(actor.submit.remote(jobs))
-                except Exception:  # a job Ray cannot serialize: send the others, fail it alone
-                    for job_id, job in jobs:
-                        try:
-                            threads.submitted.put(actor.submit.remote([(job_id, job)]))
-                        except Exception as err:
-                            error = f"ray: the job cannot be sent: {type(err).__name__}: {_one_line(err)}"
-                            self._settle(index, job_id, lambda reward, e=error: Trajectory.failed(e, reward))
+                    threads.submitted.put((actor.submit.remote(jobs), index, job_ids))
+                except Exception as err:  # e.g. the pool was closed meanwhile
+                    for job_id in job_ids:
+                        self._fail(index, job_id, f"ray: {one_line(err)}")
 
     def _collect(self, threads: _Threads) -> None:
         """Keep one ``collect`` call outstanding per actor and hand back what they return."""
         calls: dict[Any, tuple[int, Any]] = {}  # ObjectRef -> (slot, actor)
-        submits: set[Any] = set()
+        submits: dict[Any, tuple[int, list[int]]] = {}  # ObjectRef -> (slot, job ids)
         while not threads.closed.is_set():
             with self._lock:
                 busy = {id(actor) for _, actor in calls.values()}
@@ -253,29 +314,46 @@ class RayEpisodeWorkers:
                         calls[actor.collect.remote()] = (index, actor)
             with contextlib.suppress(queue.Empty):
                 while True:
-                    submits.add(threads.submitted.get_nowait())
+                    ref, index, job_ids = threads.submitted.get_nowait()
+                    submits[ref] = (index, job_ids)
             if not calls:
                 threads.closed.wait(POLL_S)
                 continue
-            waiting = [*calls, *submits]
+            starting = self._placements.refs()
+            waiting = [*calls, *submits, *starting]
             ready, _ = ray.wait(waiting, num_returns=1, timeout=POLL_S)
             if ready:  # and every other one ready by now
                 ready, _ = ray.wait(waiting, num_returns=len(waiting), timeout=0)
+            for index, actor, error in self._placements.overdue(ready):
+                self._replace(index, actor, f"ray: {error}")
             for ref in ready:
+                if ref in starting:
+                    continue
                 if ref in submits:
-                    submits.discard(ref)
-                    with contextlib.suppress(Exception):  # a dead actor: its collect call says so
-                        ray.get(ref)
+                    self._unread(ref, *submits.pop(ref))
                     continue
                 index, actor = calls.pop(ref)
                 try:
                     finished = ray.get(ref)
                 except Exception as err:  # the actor died (RayActorError), or its batch cannot be read
-                    self._replace(index, actor, f"ray: {type(err).__name__}: {_one_line(err)}")
+                    self._replace(index, actor, f"ray: {one_line(err)}")
                     continue
                 for job_id, body, buffers in finished:
                     self._settle(index, job_id, lambda r, b=body, bufs=buffers: _trajectory(b, bufs, r))
                 del finished
+
+    def _unread(self, ref: Any, index: int, job_ids: list[int]) -> None:
+        """Fail the jobs of a ``submit`` call that the actor could not read (all of them if the call
+        failed: the actor died before reading them)."""
+        try:
+            unread = ray.get(ref)
+        except Exception as err:
+            unread = [(job_id, one_line(err)) for job_id in job_ids]
+        for job_id, error in unread:
+            self._fail(index, job_id, f"ray: {error}")
+
+    def _fail(self, index: int, job_id: int, error: str) -> None:
+        self._settle(index, job_id, lambda reward: Trajectory.failed(error, reward))
 
     def _settle(self, index: int, job_id: int, make: Callable[[float], Trajectory]) -> None:
         """Hand the caller waiting for ``job_id`` the trajectory ``make(its failure reward)``."""
@@ -308,7 +386,3 @@ def _trajectory(body: bytes, buffers: list[np.ndarray], failure_reward: float) -
     except Exception as err:
         error = f"ray: the trajectory could not be read: {type(err).__name__}: {err}"
         return Trajectory.failed(error, failure_reward)
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())
