@@ -166,3 +166,20 @@ def test_a_driver_killed_mid_run_resumes_with_nothing_lost_or_repeated(
     episodes = [r["episode"] for r in records(out)]
     assert sorted(episodes) == list(range(n))  # every episode exactly once: 0 lost, 0 repeated
     assert json.loads((out / "summary.json").read_text())["episodes"] == n
+
+
+def test_actors_the_cluster_cannot_hold_are_one_line_and_exit_code_2(
+    ray_cluster: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two one-CPU nodes, two actors of two CPUs: refused at once (before: 300 s of waiting)."""
+    argv = ["eval", "sokoban", "--policy", "oracle", "-n", "2", "--quiet", "--out", str(tmp_path / "run")]
+    start = time.monotonic()
+    assert main([*argv, "--ray", ray_cluster, "--actors", "2", "--actor-cpus", "2"]) == 2
+    assert time.monotonic() - start < 60
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(
+        "vlm-envs: error: --ray: Ray actors asking CPU=2 each: 2 wanted, the cluster has room"
+    )
+    assert (
+        "for 0 (its 2 alive node(s) have CPU=2 in all, at most CPU=1 on one); ask for fewer --actors" in line
+    )

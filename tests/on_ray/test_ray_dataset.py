@@ -62,16 +62,30 @@ def test_verl_rows_built_in_shards_count_their_index_over_the_whole_dataset(ray_
     assert [row["extra_info"]["seed"] for row in rows] == list(range(100, 120))
 
 
+@pytest.fixture
+def driver_only_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An env module this process imports and the cluster's nodes cannot (not on their PYTHONPATH)."""
+    (tmp_path / "driver_only_env.py").write_text("from vlm_envs.envs.sokoban import build_env\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "driver_only_env"
+
+
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
         (["no-such-env", "-n", "8"], "unknown env 'no-such-env'"),
-        # the env rejects its config inside the Ray task that builds the first shard
-        (["sokoban", "-n", "8", "--config", "grid_size=9"], "--ray: seeds 0..7:"),
+        (["sokoban", "-n", "8", "--config", "grid_size=9"], "env 'sokoban' rejects its config: grid_size"),
+        # the env builds here but not inside the Ray task that builds the first shard
+        (["driver_only_env", "-n", "8"], "--ray: seeds 0..7: UnknownEnvError"),
     ],
 )
 def test_a_failure_with_ray_is_one_line_and_exit_code_2(
-    argv: list[str], expected: str, ray_cluster: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    argv: list[str],
+    expected: str,
+    ray_cluster: str,
+    driver_only_env: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     out = tmp_path / "x.parquet"
     code = main(["make-dataset", *argv, "--out", str(out), "--ray", ray_cluster])

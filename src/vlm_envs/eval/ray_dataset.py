@@ -4,14 +4,14 @@
 into contiguous ranges, builds each on a Ray task (one CPU, spread over the nodes; each task builds
 its own env) and hands the rows back in seed order to the same writer the local build uses, so the
 files are byte-identical to it. It joins the cluster this process is connected to, else ``address``,
-else starts a local one (as :class:`~vlm_envs.rollout.ray_workers.RayEpisodeWorkers`). Importing this
-module imports ray; only ``--ray`` does.
+else ``RAY_ADDRESS``, else starts a local one, in bounded time (:func:`vlm_envs.rollout.ray_cluster.join`:
+an address where nothing answers is one line at once). Importing this module imports ray; only
+``--ray`` does.
 """
 
 from __future__ import annotations
 
 import math
-import socket
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +21,7 @@ from ray.exceptions import RayError, RayTaskError
 
 from vlm_envs.eval.datasets import Row, RowBuildError
 from vlm_envs.eval.runner import one_line
+from vlm_envs.rollout.ray_cluster import ClusterError, join
 
 __all__ = ["RayShards"]
 
@@ -29,8 +30,6 @@ __all__ = ["RayShards"]
 MIN_CHUNK, MAX_CHUNK = 8, 1024
 #: Shards per cluster CPU: enough that one slow shard does not leave the others idle at the end.
 SHARDS_PER_CPU = 4
-#: Seconds to wait for a TCP connection to the head node's GCS before giving up.
-CONNECT_TIMEOUT_S = 10.0
 #: Shards submitted per cluster CPU ahead of the one being gathered.
 IN_FLIGHT_PER_CPU = 2
 
@@ -88,26 +87,13 @@ class RayShards:
     def _join(self) -> float:
         """Connect to the cluster (see the class) and return its CPUs."""
         try:
-            if not ray.is_initialized():
-                if self.address is not None:
-                    _check_reachable(self.address)
-                ray.init(address=self.address, log_to_driver=False)
+            join(self.address, log_to_driver=False)
+        except ClusterError as err:
+            raise RowBuildError(str(err)) from None
+        try:
             return float(ray.cluster_resources().get("CPU", 1.0))
-        except (ConnectionError, RuntimeError, ValueError) as err:
-            where = f"the Ray cluster at {self.address}" if self.address else "a Ray cluster"
-            raise RowBuildError(f"could not join {where}: {one_line(err)}") from None
-
-
-def _check_reachable(address: str) -> None:
-    """Raise ``ConnectionError`` at once if nothing listens at a ``HOST:PORT`` address (``ray.init``
-    would wait minutes); other address forms (``auto``, ``ray://...``) are left to Ray."""
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit() or "/" in host:
-        return
-    try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as err:
-        raise ConnectionError(f"nothing answers at {address} ({err})") from None
+        except (ConnectionError, RuntimeError, ValueError) as err:  # the cluster went away meanwhile
+            raise RowBuildError(f"the Ray cluster: {one_line(err)}") from None
 
 
 def shard_ranges(seed: int, n: int, cpus: float) -> list[tuple[int, int]]:

@@ -5,7 +5,9 @@ Each :class:`EvalActor` builds the run's policy once from ``config.policy`` and
 and plays whole episodes, handing back a :class:`~vlm_envs.eval.episodes.FinishedEpisode` with the
 frames as PNG bytes: only the driver writes to ``--out``. Episodes go to the actor with the fewest
 in flight. An actor that dies ends its in-flight episodes FAILED with the cause and is replaced.
-Actors are not detached: they die with the driver, however it ends.
+Actors are not detached: they die with the driver, however it ends. The run joins its cluster in
+bounded time, off its event loop, and refuses actors the cluster cannot hold at all
+(:mod:`vlm_envs.rollout.ray_cluster`), each in one line.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from vlm_envs.eval.config import EvalConfig
 from vlm_envs.eval.episodes import FinishedEpisode, failed_result, finish, play_episode
 from vlm_envs.eval.policies import PolicyError
 from vlm_envs.eval.policy_kinds import build_policy
+from vlm_envs.rollout.ray_cluster import ClusterError, join, unmet
 from vlm_envs.rollout.slots import Slots
 
 #: Seconds the actors have to start (placement, imports, policy start) before the run gives up.
@@ -60,10 +63,16 @@ class RayEpisodes:
 
     async def start(self) -> None:
         """Join or start the cluster, start every actor and wait until each has started its policy."""
-        if not ray.is_initialized():
-            ray.init(address=self.placement.address, log_to_driver=False)
-            self._initialized_here = True
+        try:
+            self._initialized_here = await asyncio.to_thread(
+                join, self.placement.address, log_to_driver=False
+            )
+        except ClusterError as err:
+            raise PolicyError(f"--ray: {err}") from None
         count = self.placement.actors or self._cluster_share()
+        problem = unmet(count, {"CPU": self.placement.actor_cpus})
+        if problem is not None:
+            raise PolicyError(f"--ray: {problem}; ask for fewer --actors or less --actor-cpus")
         self._actors, self._slots = [None] * count, Slots(count)
         for index in range(count):
             self._new_actor(index)
