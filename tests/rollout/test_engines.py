@@ -355,3 +355,10 @@ def test_the_contract_accepts_integers_and_rounding_and_gives_plain_types():
     assert out.token_ids == [3, 0, 564] and [type(t) for t in out.token_ids] == [int] * 3
     assert out.log_probs == [-0.5, -3.0, 0.0] and [type(lp) for lp in out.log_probs] == [float] * 3
     assert ReplyContract(565, 0).check(reply([], finish="abort")).token_ids == []
+
+
+def test_the_old_timeout_keyword_names_the_ones_that_replaced_it():
+    """``timeout=`` was split into ``read_timeout`` and ``turn_timeout``; code written for the old
+    client is told which to pass instead of a bare 'unexpected keyword argument'."""
+    with pytest.raises(TypeError, match=r"no longer takes timeout=30: pass read_timeout=.*turn_timeout="):
+        SGLangEngine("http://x", timeout=30)

@@ -244,6 +244,9 @@ class SGLangEngine:
     - The body is read incrementally and may hold at most ``max_body_bytes``; by default
       :data:`BODY_BYTES_PER_TOKEN` per requested new token plus :data:`BODY_ALLOWANCE_BYTES`
       (1.03 MB for 64 new tokens). A longer body fails at once, without being buffered.
+
+    ``timeout``, the single limit of earlier releases, is refused with a ``TypeError`` that names
+    the two above.
     """
 
     def __init__(
@@ -257,7 +260,14 @@ class SGLangEngine:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         max_connections: int = 1024,
+        timeout: float | None = None,
     ) -> None:
+        if timeout is not None:  # the one timeout of earlier releases, split in two
+            raise TypeError(
+                f"SGLangEngine no longer takes timeout={timeout!r}: pass read_timeout= (seconds an attempt "
+                "may make no progress, default 60) and turn_timeout= (seconds the whole call may take, "
+                "retries included, default 300)"
+            )
         for label, value in (("read_timeout", read_timeout), ("turn_timeout", turn_timeout)):
             if not (isinstance(value, int | float) and 0 < value < math.inf):
                 raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
