@@ -61,6 +61,9 @@ def test_sokoban_trains_on_every_turns_image(tmp_path: Path) -> None:
     trainer.train()
     assert trainer.state.global_step == 2
     trl_helpers.check_losses(trainer, {0, 1}, MAX_TURNS)
+    for generation in trainer.generations:  # TRL repeats each prompt: a GRPO group plays one seed
+        seeds = [row.record["seed"] for row in generation[ROWS_KEY]]
+        assert seeds[0] == seeds[1] and seeds[2] == seeds[3] and sorted(seeds) == [0, 0, 1, 1]
     rows = [row for generation in trainer.generations for row in generation[ROWS_KEY]]
     assert max(row.num_images for row in rows) >= 2, "no episode reached an image after its first turn"
     assert all(0 in row.env_mask for row in rows)  # observation tokens, with their zero gradient
