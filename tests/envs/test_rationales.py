@@ -10,7 +10,8 @@ import pytest
 from rationale_truth import TRUTH
 
 from vlm_envs import list_envs
-from vlm_envs.sft.demos import make_env, play_oracle
+from vlm_envs.eval.config import build_configured_env
+from vlm_envs.sft.demos import play_oracle
 
 SPECS = {spec.name: spec for spec in list_envs()}
 BUNDLED = "vlm-envs"
@@ -41,7 +42,7 @@ _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)
 
 def _rationales(name: str, seed: int) -> tuple[list[str], bool]:
     """The rationale of each oracle reply of episode ``seed`` in a fresh env, and whether it won."""
-    env = make_env(name, MAX_TURNS, {})
+    env = build_configured_env(name, MAX_TURNS, {})
     try:
         demo = play_oracle(env, name, seed, MAX_TURNS, rationale=True)
         assert env.oracle_rationale() is None, "a finished episode has nothing left to explain"
@@ -78,7 +79,7 @@ def test_every_rationale_states_facts_that_match_the_state(name: str) -> None:
     assert name in TRUTH, f"bundled env {name!r} needs a truth check in tests/support/rationale_truth.py"
     checked = 0
     for config, seeds in VARIANTS.get(name, [({}, SEEDS)]):
-        env = make_env(name, MAX_TURNS, config)
+        env = build_configured_env(name, MAX_TURNS, config)
         try:
             for seed in seeds:
                 env.reset(seed=seed)
@@ -98,7 +99,9 @@ def test_every_rationale_states_facts_that_match_the_state(name: str) -> None:
 
 
 def test_a_geo3k_row_without_a_worked_solution_says_only_its_answer() -> None:
-    env = make_env("geo3k", MAX_TURNS, {"problem": "Find x in the triangle.", "answer": "2\\sqrt{3}"})
+    env = build_configured_env(
+        "geo3k", MAX_TURNS, {"problem": "Find x in the triangle.", "answer": "2\\sqrt{3}"}
+    )
     env.reset(seed=0)
     assert env.problem.solution == ""
     reasons = []
@@ -114,7 +117,7 @@ def test_a_geo3k_row_without_a_worked_solution_says_only_its_answer() -> None:
 def test_a_wrong_rationale_fails_its_truth_check() -> None:
     """The checks can fail: each bundled env's rationale with one fact changed is caught."""
     for name, check in TRUTH.items():
-        env = make_env(name, MAX_TURNS, {})
+        env = build_configured_env(name, MAX_TURNS, {})
         try:
             env.reset(seed=0)
             reply, reason = env.oracle_response(), env.oracle_rationale()
