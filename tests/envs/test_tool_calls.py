@@ -46,6 +46,23 @@ CASES = [
     ),
     ("huge payload", call({"name": "calc", "arguments": {"x": "1" * 100_000}}), BAD, None),
     ("too many digits for int()", "<tool_call>" + "9" * 5000 + "</tool_call>", BAD, None),
+    ("an int past float range", call({"name": "zoom", "arguments": {"bbox": [10**400, 0, 1, 1]}}), BAD, None),
+    ("a negative int past float range", call({"name": "z", "arguments": {"x": -(10**309)}}), BAD, None),
+    (
+        "a float past float range",
+        '<tool_call>{"name": "z", "arguments": {"x": 1e999}}</tool_call>',
+        BAD,
+        None,
+    ),
+    ("NaN", '<tool_call>{"name": "z", "arguments": {"x": NaN}}</tool_call>', BAD, None),
+    ("-Infinity", '<tool_call>{"name": "z", "arguments": {"x": -Infinity}}</tool_call>', BAD, None),
+    (
+        "a huge int in a string of arguments",
+        call({"name": "z", "arguments": f'{{"x": {10**400}}}'}),
+        BAD,
+        None,
+    ),
+    ("the largest float is a number", call({"name": "z", "arguments": {"x": 10**308}}), OK, {"x": 10**308}),
 ]
 
 
@@ -95,3 +112,11 @@ def test_expecting_refuses_unknown_names_and_keeps_known_ones():
 def test_clip_escapes_control_characters_and_cuts():
     assert clip("a\x00b\nc") == "a\\x00b\\nc"
     assert clip("x" * 100, 10) == "x" * 10 + "…"
+
+
+def test_out_of_range_numbers_are_refused_with_a_reason_and_every_accepted_number_is_a_float():
+    parsed = parse_tool_call(call({"name": "zoom", "arguments": {"bbox": [int("9" * 400), 1, 2, 3]}}))
+    assert parsed.status is BAD and "out of range" in parsed.error and "finite" in parsed.error
+    assert "9" * 40 not in parsed.error  # the number is quoted cut short
+    parsed = parse_tool_call(call({"name": "zoom", "arguments": {"bbox": [-(10**308), 1.5e308, 0, 1]}}))
+    assert parsed.ok and all(abs(float(v)) < float("inf") for v in parsed.arguments["bbox"])

@@ -104,6 +104,8 @@ HOSTILE_BOXES = {
     "three numbers": ([1, 2, 3], "4 numbers"),
     "a dict": ({"x0": 1}, "4 numbers"),
     "infinite": ("[1e999, 0, 1, 1]", "numbers"),
+    "an int past float range": ([int("9" * 400), 0, 1, 1], "out of range"),
+    "NaN": ("[NaN, 0, 100, 100]", "numbers"),
 }
 
 
@@ -121,6 +123,16 @@ def test_bad_boxes_get_a_tool_observation_without_an_image(label):
     assert obs.role == "tool" and not obs.images and not done
     assert why in obs.text, obs.text
     assert info.metrics["invalid_calls"] == 1 and info.metrics["zoom_calls"] == 1
+
+
+@pytest.mark.parametrize("coords", ["pixels", "relative1000"])
+def test_a_zoom_on_huge_integers_is_answered_not_raised(coords):
+    env = ZoomSearchEnv(coords=coords)
+    env.reset(seed=0)
+    for box in ([int("9" * 400), 1, 2, 3], [0, 0, 10**308, 10**308], [-(10**309), 0, 100, 100]):
+        obs, done, info = env.step(zoom(box))
+        assert obs.role == "tool" and not obs.images and not done
+        assert info.info["tool_call_error"] and info.metrics["invalid_calls"] >= 1
 
 
 def test_zooms_past_the_limit_are_refused_and_the_turn_cap_ends_the_episode():

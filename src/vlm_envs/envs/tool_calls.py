@@ -3,8 +3,9 @@ tool-using env.
 
 :func:`parse_tool_call` reads the last call of a model turn into a :class:`ToolCall` with a status and an
 error that says what was wrong; it never raises on model text, and its work is bounded (payload size cap,
-JSON depth and digit limits caught). Which tool names exist and what their arguments must be stay with
-each env: :meth:`ToolCall.rejected` turns a parsed call into a refused one with the env's own reason.
+JSON depth and digit limits caught). Every number in an accepted call is finite and within float range, so
+an env may convert any of them to a float. Which tool names exist and what their arguments must be stay
+with each env: :meth:`ToolCall.rejected` turns a parsed call into a refused one with the env's own reason.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
+import sys
 from collections.abc import Collection, Mapping
 from typing import Any
 
@@ -19,6 +21,8 @@ from typing import Any
 OPEN_TAG, CLOSE_TAG = "<tool_call>", "</tool_call>"
 #: Payloads longer than this are refused without parsing.
 MAX_PAYLOAD_CHARS = 16_384
+#: The largest magnitude a number in a call may have: any number an env reads converts to a float.
+MAX_NUMBER = sys.float_info.max
 
 
 class CallStatus(str, enum.Enum):
@@ -76,10 +80,33 @@ def format_tool_call(name: str, arguments: Mapping[str, Any]) -> str:
     return f"{OPEN_TAG}{json.dumps({'name': name, 'arguments': dict(arguments)})}{CLOSE_TAG}"
 
 
+_RANGE = "numbers must be finite, within ±1e308"
+
+
+def _in_range(value: float, text: str) -> Any:
+    if abs(value) > MAX_NUMBER:
+        raise ValueError(f"{clip(text, 12)} is out of range ({_RANGE})")
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(f"{text} is not a JSON number ({_RANGE})")
+
+
 def load_json(raw: str) -> tuple[Any, str]:
-    """``(value, "")`` or ``(None, why it is not JSON)``; never raises on deep nesting or huge ints."""
+    """``(value, "")`` or ``(None, why it is not JSON)``; never raises on deep nesting or huge ints.
+
+    Every number in the value converts to a finite float: ``NaN``, ``Infinity`` and numbers beyond
+    :data:`MAX_NUMBER` (``1e999``, a 400-digit integer) are refused as errors.
+    """
     try:
-        return json.loads(raw), ""
+        value = json.loads(
+            raw,
+            parse_int=lambda t: _in_range(int(t), t),  # past Python's digit limit int() raises itself
+            parse_float=lambda t: _in_range(float(t), t),
+            parse_constant=_no_constant,
+        )
+        return value, ""
     except RecursionError:
         return None, "it is nested too deeply"
     except ValueError as err:  # JSONDecodeError, and int strings beyond Python's digit limit
