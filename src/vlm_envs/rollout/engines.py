@@ -17,7 +17,7 @@ import numbers
 import random
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NoReturn, Protocol, runtime_checkable
+from typing import Any, Literal, NoReturn, Protocol, TypeVar, runtime_checkable
 
 import aiohttp
 
@@ -33,6 +33,7 @@ else:  # aiohttp installs async-timeout below Python 3.11
     from async_timeout import timeout as _deadline
 
 FinishReason = Literal["stop", "length", "abort"]
+_Engine = TypeVar("_Engine", bound="HttpEngine")
 
 # SGLang's finish_reason.type values (sglang/srt/managers/schedule_batch.py: FINISH_* to_json()).
 _FINISH_TYPES: frozenset[str] = frozenset({"stop", "length", "abort"})
@@ -226,17 +227,17 @@ def parse_generate_response(body: Any, engine: str = "sglang") -> EngineOutput:
     )
 
 
-class SGLangEngine:
-    """A client of SGLang's native ``POST /generate`` with ``return_logprob``.
+class HttpEngine:
+    """The HTTP transport of the token-in/token-out clients: one JSON ``POST`` per turn, bounded.
 
     One pooled ``aiohttp`` session per event loop. Connection errors, 5xx (and 408/429) and stalled
     reads are retried up to ``max_retries`` times with jittered exponential backoff from ``backoff``
-    seconds (capped at ``max_backoff``); other 4xx and malformed replies fail at once.
+    seconds (capped at ``max_backoff``); other 4xx and invalid JSON fail at once.
 
     Each call is bounded in time and memory:
 
     - ``turn_timeout`` (default 300 s) caps the whole call, every attempt and backoff included;
-      past it the call raises :class:`EngineTimeout`. SGLang sends nothing until a generation is
+      past it the call raises :class:`EngineTimeout`. The engine sends nothing until a generation is
       done, so this is also the longest a generation may take: raise it for long generations on a
       loaded server.
     - ``read_timeout`` (default 60 s): an attempt whose connection, or whose reply body once
@@ -245,9 +246,13 @@ class SGLangEngine:
       :data:`BODY_BYTES_PER_TOKEN` per requested new token plus :data:`BODY_ALLOWANCE_BYTES`
       (1.03 MB for 64 new tokens). A longer body fails at once, without being buffered.
 
-    ``timeout``, the single limit of earlier releases, is refused with a ``TypeError`` that names
-    the two above.
+    Subclasses name the endpoint (``path``, ``kind``) and turn a call into a payload and a reply
+    into an :class:`EngineOutput`.
     """
+
+    #: The endpoint under the base URL, and the word errors use for it.
+    path: str = ""
+    kind: str = "engine"
 
     def __init__(
         self,
@@ -260,21 +265,14 @@ class SGLangEngine:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         max_connections: int = 1024,
-        timeout: float | None = None,
     ) -> None:
-        if timeout is not None:  # the one timeout of earlier releases, split in two
-            raise TypeError(
-                f"SGLangEngine no longer takes timeout={timeout!r}: pass read_timeout= (seconds an attempt "
-                "may make no progress, default 60) and turn_timeout= (seconds the whole call may take, "
-                "retries included, default 300)"
-            )
         for label, value in (("read_timeout", read_timeout), ("turn_timeout", turn_timeout)):
             if not (isinstance(value, int | float) and 0 < value < math.inf):
                 raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
         if max_body_bytes is not None and max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be >= 1, got {max_body_bytes!r}")
-        self.url = base_url.rstrip("/") + "/generate"
-        self.name = f"sglang {base_url.rstrip('/')}"
+        self.url = base_url.rstrip("/") + self.path
+        self.name = f"{self.kind} {base_url.rstrip('/')}"
         self.read_timeout = float(read_timeout)
         self.turn_timeout = float(turn_timeout)
         self.max_body_bytes = max_body_bytes
@@ -299,42 +297,33 @@ class SGLangEngine:
             await self._session.close()
         self._session = None
 
-    async def __aenter__(self) -> SGLangEngine:
+    async def __aenter__(self: _Engine) -> _Engine:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def generate(
-        self, input_ids: Sequence[int], images: Sequence[ImageInput], sampling_params: Mapping[str, Any]
-    ) -> EngineOutput:
-        """Generate from ``input_ids``; images go as data URIs in placeholder order."""
-        if all(isinstance(im, str) for im in images):
-            image_data = list(images)
-        else:  # PNG encoding on cache misses is CPU work: keep it off the event loop
-            image_data = await asyncio.to_thread(lambda: [image_data_uri(im) for im in images])
-        payload: dict[str, Any] = {
-            "input_ids": list(input_ids),
-            "sampling_params": dict(sampling_params),
-            "return_logprob": True,
-        }
-        if image_data:
-            payload["image_data"] = image_data
-        return parse_generate_response(await self._post(payload), self.name)
-
     def body_limit(self, sampling_params: Mapping[str, Any]) -> int:
-        """The most body bytes a reply to a request with these ``sampling_params`` may hold."""
+        """The most body bytes a reply to a request with these (SGLang) ``sampling_params`` may hold."""
         if self.max_body_bytes is not None:
             return self.max_body_bytes
         new = sampling_params.get("max_new_tokens")
         new = new if isinstance(new, int) and new >= 0 else SGLANG_DEFAULT_MAX_NEW_TOKENS
         return new * BODY_BYTES_PER_TOKEN + BODY_ALLOWANCE_BYTES
 
-    async def _post(self, payload: dict[str, Any]) -> Any:
+    async def _images(self, images: Sequence[ImageInput]) -> list[str]:
+        """``images`` as data URIs, in order."""
+        if all(isinstance(im, str) for im in images):
+            return list(images)  # type: ignore[arg-type]
+        # PNG encoding on cache misses is CPU work: keep it off the event loop
+        return await asyncio.to_thread(lambda: [image_data_uri(im) for im in images])
+
+    async def _post(self, payload: dict[str, Any], limit: int) -> Any:
+        """``payload`` posted to :attr:`url`; the decoded JSON reply of at most ``limit`` bytes."""
         errors: list[TransientEngineError] = []  # filled by _attempts, read here if the turn runs out
         try:
             async with _deadline(self.turn_timeout):
-                return await self._attempts(payload, errors)
+                return await self._attempts(payload, limit, errors)
         except asyncio.TimeoutError:  # every timeout inside is an EngineError: this is the turn's
             last = f"; last error: {errors[-1]}" if errors else ""
             raise EngineTimeout(
@@ -342,10 +331,9 @@ class SGLangEngine:
                 f"({len(errors) + 1} attempt(s){last})"
             ) from None
 
-    async def _attempts(self, payload: dict[str, Any], errors: list[TransientEngineError]) -> Any:
+    async def _attempts(self, payload: dict[str, Any], limit: int, errors: list[TransientEngineError]) -> Any:
         session = self._get_session()
         data = json.dumps(payload)
-        limit = self.body_limit(payload["sampling_params"])
         for attempt in range(self.max_retries + 1):
             if attempt:
                 delay = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
@@ -366,7 +354,7 @@ class SGLangEngine:
             ) as resp:
                 if resp.status != 200:
                     excerpt = (await self._read(resp.content.read(300))).decode("utf-8", errors="replace")
-                    message = f"{self.name}: /generate answered HTTP {resp.status}: {excerpt}"
+                    message = f"{self.name}: {self.path} answered HTTP {resp.status}: {excerpt}"
                     if resp.status >= 500 or resp.status in _RETRY_4XX:
                         raise TransientEngineError(message)
                     raise PermanentEngineError(message)
@@ -379,12 +367,12 @@ class SGLangEngine:
             ) from None
         except aiohttp.ClientError as err:
             raise TransientEngineError(
-                f"{self.name}: /generate connection failed: {type(err).__name__}: {err}"
+                f"{self.name}: {self.path} connection failed: {type(err).__name__}: {err}"
             ) from err
         try:
             return json.loads(body)
         except (ValueError, RecursionError) as err:  # JSONDecodeError, UnicodeDecodeError
-            raise PermanentEngineError(f"{self.name}: /generate replied with invalid JSON: {err}") from err
+            raise PermanentEngineError(f"{self.name}: {self.path} replied with invalid JSON: {err}") from err
 
     async def _read(self, read: Any) -> bytes:
         """Await one read of the body; no progress for ``read_timeout`` fails the attempt."""
@@ -395,3 +383,36 @@ class SGLangEngine:
             raise EngineTimeout(
                 f"{self.name}: the reply made no progress for read_timeout={self.read_timeout:g} s"
             ) from None
+
+
+class SGLangEngine(HttpEngine):
+    """A client of SGLang's native ``POST /generate`` with ``return_logprob`` (limits: :class:`HttpEngine`).
+
+    ``timeout``, the single limit of earlier releases, is refused with a ``TypeError`` that names
+    ``read_timeout`` and ``turn_timeout``, which replaced it.
+    """
+
+    path, kind = "/generate", "sglang"
+
+    def __init__(self, base_url: str, *, timeout: float | None = None, **limits: Any) -> None:
+        if timeout is not None:  # the one timeout of earlier releases, split in two
+            raise TypeError(
+                f"SGLangEngine no longer takes timeout={timeout!r}: pass read_timeout= (seconds an attempt "
+                "may make no progress, default 60) and turn_timeout= (seconds the whole call may take, "
+                "retries included, default 300)"
+            )
+        super().__init__(base_url, **limits)
+
+    async def generate(
+        self, input_ids: Sequence[int], images: Sequence[ImageInput], sampling_params: Mapping[str, Any]
+    ) -> EngineOutput:
+        """Generate from ``input_ids``; images go as data URIs in placeholder order."""
+        payload: dict[str, Any] = {
+            "input_ids": list(input_ids),
+            "sampling_params": dict(sampling_params),
+            "return_logprob": True,
+        }
+        if images:
+            payload["image_data"] = await self._images(images)
+        reply = await self._post(payload, self.body_limit(sampling_params))
+        return parse_generate_response(reply, self.name)

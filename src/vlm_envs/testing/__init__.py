@@ -10,6 +10,7 @@ from vlm_envs.testing.models import (
     build_tiny_processor,
     build_tiny_qwen2_vl,
     build_tiny_qwen3_vl,
+    save_tiny_model,
     save_tiny_processor,
 )
 from vlm_envs.testing.scripted import ScriptedEngine
@@ -35,5 +36,6 @@ __all__ = [
     "build_tiny_qwen2_vl",
     "build_tiny_qwen3_vl",
     "build_tiny_tokenizer",
+    "save_tiny_model",
     "save_tiny_processor",
 ]

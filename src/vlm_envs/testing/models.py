@@ -22,7 +22,7 @@ from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLIm
 from transformers.models.qwen2_vl.processing_qwen2_vl import Qwen2VLProcessor
 from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor
 
-from vlm_envs.eval.processors import PROCESSOR_FILE, NoVideoCheck
+from vlm_envs.eval.processors import IMAGE_PROCESSOR_FILE, PROCESSOR_FILE, NoVideoCheck
 from vlm_envs.testing.templates import QWEN2_VL_TEMPLATE, QWEN3_VL_TEMPLATE
 from vlm_envs.testing.tokenizer import build_tiny_tokenizer
 
@@ -105,13 +105,34 @@ def _special_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
 
 @dataclasses.dataclass(frozen=True)
 class TinySize:
-    """Dimensions of a tiny model (defaults: about 0.2 M parameters, 20 tokens in ~40 ms on CPU)."""
+    """Dimensions of a tiny model (defaults: about 0.2 M parameters, 20 tokens in ~40 ms on CPU).
+
+    ``head_dim`` sets the attention heads of the language model (``hidden // head_dim`` of them).
+    vLLM's CPU attention needs ``head_dim >= 32`` (FACTS.md): use ``TinySize(head_dim=32)`` for a
+    model an engine serves.
+    """
 
     hidden: int = 64
     layers: int = 2
-    heads: int = 4
+    head_dim: int = 16
     vision_dim: int = 32
     vision_depth: int = 1
+
+    def __post_init__(self) -> None:
+        if self.head_dim < 8 or self.head_dim % 8 or self.hidden % self.head_dim:
+            raise ValueError(
+                f"head_dim must be a multiple of 8 dividing hidden={self.hidden}, got {self.head_dim}"
+            )
+
+    @property
+    def heads(self) -> int:
+        """Attention heads of the language model."""
+        return self.hidden // self.head_dim
+
+    def mrope_section(self) -> list[int]:
+        """Qwen2-VL's M-RoPE split of ``head_dim // 2`` rotary pairs over time, height and width."""
+        time = self.head_dim // 8
+        return [time, (self.head_dim // 2 - time) // 2, (self.head_dim // 2 - time) // 2]
 
 
 def _text_config(tokenizer: PreTrainedTokenizerFast, size: TinySize, **extra: Any) -> dict[str, Any]:
@@ -141,7 +162,11 @@ def build_tiny_qwen2_vl(
         text_config=_text_config(
             tokenizer,
             size,
-            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 10000.0,
+                "mrope_section": size.mrope_section(),
+            },
             bos_token_id=tokenizer.pad_token_id,
         ),
         vision_config={
@@ -166,7 +191,7 @@ def build_tiny_qwen3_vl(
     from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration
 
     tokenizer = processor.tokenizer
-    head_dim = size.hidden // size.heads
+    head_dim = size.head_dim
     config = Qwen3VLConfig(
         text_config=_text_config(
             tokenizer,
@@ -199,3 +224,32 @@ def build_tiny_qwen3_vl(
     )
     torch.manual_seed(seed)
     return Qwen3VLForConditionalGeneration(config).eval()
+
+
+#: The video processor config a Qwen-VL folder needs for engines that build the full processor
+#: (vLLM loads it through ``AutoProcessor``); the image processor's settings under the video class.
+VIDEO_PROCESSOR_FILE = "video_preprocessor_config.json"
+_VIDEO_CLASSES = {"qwen2_vl": "Qwen2VLVideoProcessor", "qwen3_vl": "Qwen3VLVideoProcessor"}
+
+
+def save_tiny_model(
+    path: str | Path, family: str = "qwen2_vl", size: TinySize = TinySize(head_dim=32), seed: int = 0
+) -> Path:
+    """Save a tiny model with its processor to folder ``path``, loadable offline by any engine.
+
+    The folder holds the weights and config (``save_pretrained``), everything
+    :func:`save_tiny_processor` writes, and a video processor config, so transformers,
+    ``--tokenizer DIR`` and vLLM (which needs ``head_dim >= 32`` on the CPU, hence the default
+    ``size``) load the same model. Same arguments, same weights. Returns the folder.
+    """
+    if family not in _VIDEO_CLASSES:
+        raise ValueError(f"unknown family {family!r}: use 'qwen2_vl' or 'qwen3_vl'")
+    folder = save_tiny_processor(path, family)
+    processor = build_tiny_processor(family)
+    build = build_tiny_qwen2_vl if family == "qwen2_vl" else build_tiny_qwen3_vl
+    build(processor, seed=seed, size=size).save_pretrained(folder)
+    image_config = json.loads((folder / IMAGE_PROCESSOR_FILE).read_text())
+    video_config = {**image_config, "video_processor_type": _VIDEO_CLASSES[family]}
+    video_config.pop("image_processor_type", None)
+    (folder / VIDEO_PROCESSOR_FILE).write_text(json.dumps(video_config, indent=2) + "\n")
+    return folder
