@@ -142,7 +142,7 @@ def test_eval_under_a_windowed_history_records_each_turns_context(
     ("policy", "history", "message"),
     [
         ("sglang:http://127.0.0.1:1", "last:2", "--history: history must be"),
-        ("oracle", "window:1", "sglang:URL only"),
+        ("oracle", "window:1", "sglang:URL and vllm:URL only"),
     ],
 )
 def test_a_bad_history_is_a_one_line_error(

@@ -32,7 +32,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     ev.add_argument(
         "--policy",
         required=True,
-        help="oracle | random | openai:URL | sglang:URL | openai | sglang (these two with --base-url); "
+        help="oracle | random | openai:URL | sglang:URL | vllm:URL | openai | sglang | vllm (these three "
+        "with --base-url); "
         "oracle plays the env's oracle_response() (solver and reference are its old names)",
     )
     ev.add_argument(
@@ -40,7 +41,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="a server of --policy openai or sglang; repeat it to balance requests over several "
+        help="a server of --policy openai, sglang or vllm; repeat it to balance requests over several "
         "(each request goes to the one with the fewest in flight)",
     )
     ev.add_argument(
@@ -53,22 +54,22 @@ def add(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--out", help="output folder (default runs/ENV-POLICY)")
     ev.add_argument("--resume", action="store_true", help="play only the episodes missing from --out")
     ev.add_argument("--model", help="model name for openai:BASE_URL")
-    ev.add_argument("--tokenizer", help="processor/tokenizer path for sglang:URL")
+    ev.add_argument("--tokenizer", help="processor/tokenizer path for sglang:URL and vllm:URL")
     ev.add_argument("--api-key", help="API key for openai:BASE_URL (default $OPENAI_API_KEY)")
     ev.add_argument("--temperature", type=float, default=0.0)
     ev.add_argument("--max-tokens", type=int, default=1024, help="generated tokens per turn")
     ev.add_argument("--tools", action="store_true", help="send the env's tools() to the openai server")
     ev.add_argument("--timeout", type=float, default=300.0, help="seconds per model request")
     ev.add_argument(
-        "--read-timeout", type=float, default=60.0, help="sglang:URL: seconds a reply may make no progress"
+        "--read-timeout", type=float, default=60.0, help="sglang/vllm: seconds a reply may make no progress"
     )
     ev.add_argument(
-        "--turn-timeout", type=float, default=300.0, help="sglang:URL: seconds per turn, retries included"
+        "--turn-timeout", type=float, default=300.0, help="sglang/vllm: seconds per turn, retries included"
     )
     ev.add_argument(
         "--history",
         default="full",
-        help="sglang:URL: what the model sees of past turns, 'full' or 'window:K' (the task, the last K "
+        help="sglang/vllm: what the model sees of past turns, 'full' or 'window:K' (the task, the last K "
         "turns and the current observation), as in training (default full)",
     )
     ev.add_argument(

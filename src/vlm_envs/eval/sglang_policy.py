@@ -1,7 +1,8 @@
-"""The ``sglang:URL`` policy: episodes through :func:`~vlm_envs.rollout.episode.run_episode`, as in training.
+"""The ``sglang:URL`` and ``vllm:URL`` policies: episodes through ``run_episode``, as in training.
 
-Token ids go to SGLang's ``/generate`` and come back as ids (never re-tokenized), with the same
-codec, budgets and statuses the slime hook uses, so eval and training cannot drift.
+:func:`~vlm_envs.rollout.episode.run_episode` is the loop the trainers use. Token ids go to SGLang's
+``/generate`` or vLLM's ``/inference/v1/generate`` and come back as ids (never re-tokenized), with
+the same codec, budgets and statuses the slime hook uses, so eval and training cannot drift.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from vlm_envs.eval.reachable import unreachable
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import EngineOutput, SGLangEngine
+from vlm_envs.rollout.engines import EngineOutput, HttpEngine, SGLangEngine, check_limits
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History
 from vlm_envs.rollout.image_uris import ImageInput
+from vlm_envs.rollout.vllm_engine import VLLMEngine
 
 
 class _RecordingEnv(Env):
@@ -58,11 +60,11 @@ class _RecordingEnv(Env):
 
 
 class BalancedEngine:
-    """One :class:`SGLangEngine` per URL; each request goes to the one with the fewest in flight."""
+    """One engine per URL; each request goes to the one with the fewest in flight."""
 
-    def __init__(self, engines: LeastInFlight[SGLangEngine]) -> None:
+    def __init__(self, kind: str, engines: LeastInFlight[HttpEngine]) -> None:
         self.engines = engines
-        self.name = "sglang " + " | ".join(engines.urls)
+        self.name = f"{kind} " + " | ".join(engines.urls)
 
     async def generate(
         self, input_ids: Sequence[int], images: Sequence[ImageInput], sampling_params: Mapping[str, Any]
@@ -82,35 +84,38 @@ class SGLangPolicy(Policy):
     requests in flight (see :class:`~vlm_envs.eval.balance.LeastInFlight`).
     """
 
+    kind = "sglang"
+
     def __init__(self, url: str | Sequence[str], options: PolicyOptions) -> None:
         if options.tokenizer is None:
-            raise PolicyError("policy 'sglang:...' needs --tokenizer PATH (the served model's processor)")
+            raise PolicyError(
+                f"policy '{self.kind}:...' needs --tokenizer PATH (the served model's processor)"
+            )
         self.urls = tuple(u.rstrip("/") for u in ([url] if isinstance(url, str) else url))
-        self.name = "sglang:" + ",".join(self.urls)
+        self.name = f"{self.kind}:" + ",".join(self.urls)
         self.options = options
+        self.limits = {
+            "read_timeout": options.read_timeout,
+            "turn_timeout": options.turn_timeout,
+            "max_retries": options.max_retries,
+        }
         try:
-            engines = [
-                SGLangEngine(
-                    u,
-                    read_timeout=options.read_timeout,
-                    turn_timeout=options.turn_timeout,
-                    max_retries=options.max_retries,
-                )
-                for u in self.urls
-            ]
+            check_limits(options.read_timeout, options.turn_timeout)
         except ValueError as err:
             raise PolicyError(f"{err} (set by --read-timeout / --turn-timeout)") from err
-        self.engine: SGLangEngine | BalancedEngine = (
-            engines[0] if len(engines) == 1 else BalancedEngine(LeastInFlight(self.urls, engines))
-        )
         try:
             self.history = History.parse(options.history)
         except ValueError as err:
             raise PolicyError(f"--history: {err}") from err
+        self.engine: HttpEngine | BalancedEngine | None = None
         self.codec: ChatCodec | None = None
         self.sampling = {"temperature": options.temperature, "max_new_tokens": options.max_tokens}
         #: The env whose first observation shows images (set by :meth:`check_env`), else ``None``.
         self.shows_images: str | None = None
+
+    def _engine(self, url: str, codec: ChatCodec) -> HttpEngine:
+        """The client of one server."""
+        return SGLangEngine(url, **self.limits)
 
     def check_env(self, env: Env) -> None:
         """Note whether the env's first observation shows images (:meth:`start` then needs a processor
@@ -130,6 +135,10 @@ class SGLangPolicy(Policy):
                 "model's processor folder"
             )
         self.codec = ChatCodec(processor)
+        engines = [self._engine(u, self.codec) for u in self.urls]
+        self.engine = (
+            engines[0] if len(engines) == 1 else BalancedEngine(self.kind, LeastInFlight(self.urls, engines))
+        )
         async with aiohttp.ClientSession() as session:
             for url in self.urls:  # every server must answer before the run starts
                 why = await unreachable(session, url + "/health")
@@ -137,10 +146,11 @@ class SGLangPolicy(Policy):
                     raise PolicyError(f"cannot reach {url}: {why}")
 
     async def close(self) -> None:
-        await self.engine.close()
+        if self.engine is not None:
+            await self.engine.close()
 
     async def play(self, env: Env, seed: int, max_turns: int) -> EpisodeResult:
-        if self.codec is None:
+        if self.codec is None or self.engine is None:
             raise RuntimeError("call start() first")
         recorder = _RecordingEnv(env)
         config = EpisodeConfig(
@@ -174,3 +184,13 @@ class SGLangPolicy(Policy):
             tokens=len(traj.tokens),
             generated_tokens=sum(t.generated_tokens for t in traj.turns),
         )
+
+
+class VLLMPolicy(SGLangPolicy):
+    """A model behind vLLM's token-in/token-out ``/inference/v1/generate`` (``vllm serve`` with
+    ``--enable-scale-out``); otherwise as :class:`SGLangPolicy`."""
+
+    kind = "vllm"
+
+    def _engine(self, url: str, codec: ChatCodec) -> HttpEngine:
+        return VLLMEngine(url, image_token_id=codec.image_token_id, **self.limits)

@@ -227,6 +227,13 @@ def parse_generate_response(body: Any, engine: str = "sglang") -> EngineOutput:
     )
 
 
+def check_limits(read_timeout: float, turn_timeout: float) -> None:
+    """Raise ``ValueError`` unless both deadlines are a positive, finite number of seconds."""
+    for label, value in (("read_timeout", read_timeout), ("turn_timeout", turn_timeout)):
+        if not (isinstance(value, int | float) and 0 < value < math.inf):
+            raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
+
+
 class HttpEngine:
     """The HTTP transport of the token-in/token-out clients: one JSON ``POST`` per turn, bounded.
 
@@ -266,9 +273,7 @@ class HttpEngine:
         max_backoff: float = 8.0,
         max_connections: int = 1024,
     ) -> None:
-        for label, value in (("read_timeout", read_timeout), ("turn_timeout", turn_timeout)):
-            if not (isinstance(value, int | float) and 0 < value < math.inf):
-                raise ValueError(f"{label} must be a positive number of seconds, got {value!r}")
+        check_limits(read_timeout, turn_timeout)
         if max_body_bytes is not None and max_body_bytes < 1:
             raise ValueError(f"max_body_bytes must be >= 1, got {max_body_bytes!r}")
         self.url = base_url.rstrip("/") + self.path
