@@ -5,17 +5,27 @@ from __future__ import annotations
 import itertools
 import re
 
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+#: Whitespace allowed between ``\boxed`` and its ``{`` (bounded: a megabyte of spaces is no answer).
+_GAP = r"\s{0,32}"
+_BOXED = re.compile(rf"\\(?:boxed|fbox){_GAP}\{{")
 _ANSWER_MARK = re.compile(r"(?:final\s+answer|answer\s+is|answer)\s*[:=]?", re.IGNORECASE)
 #: Text allowed between two boxed answers for them to count as one hedged answer.
 _HEDGE_GLUE = re.compile(r"^[\s$]*(?:,|;|or|and|/|\\text\{\s*or\s*\}|\\quad|\\lor)?[\s$]*$", re.IGNORECASE)
+#: Longest ``\boxed{}`` content :func:`extract_boxed` reads; a longer one is returned cut one character past
+#: this, so that it stays over every answer cap (graded "too long") and no caller copies megabytes.
+MAX_BOXED_CHARS = 4096
+_KEYWORDS = ("\\boxed", "\\fbox")
+_OPEN_BRACE = re.compile(rf"{_GAP}\{{")
+#: Mentions of ``\boxed`` without a ``{`` tried from the end before concluding there is no box.
+_MAX_MENTIONS = 64
 
 
-def _group_end(text: str, start: int) -> int | None:
-    """Index just past the ``}`` closing the group that opens before ``start``, or None if unbalanced."""
+def _group_end(text: str, start: int, stop: int | None = None) -> int | None:
+    """Index just past the ``}`` closing the group that opens before ``start``, or None if it does not
+    close before ``stop`` (default: the end of ``text``)."""
     depth = 1
     i = start
-    n = len(text)
+    n = len(text) if stop is None else min(stop, len(text))
     while i < n:
         c = text[i]
         if c == "\\":
@@ -46,21 +56,38 @@ def boxed_spans(text: str) -> list[tuple[int, int]]:
         pos = end
 
 
-def extract_boxed(text: str) -> str | None:
+def extract_boxed(text: str, max_chars: int = MAX_BOXED_CHARS) -> str | None:
     """Content of the last ``\\boxed{...}`` in ``text`` (brace-balanced), or None if there is none.
 
     A trailing ``\\boxed{`` that never closes (a truncated answer) gives None rather than an earlier box.
+    Content longer than ``max_chars`` (closed or not) comes back cut to ``max_chars + 1`` characters, so
+    any text is read in time linear in its length with at most ``max_chars`` steps of Python.
     """
-    last = None
-    for m in _BOXED.finditer(text):
-        last = m
-    if last is None:
+    start = _last_opening(text)
+    if start is None:
         return None
-    end = _group_end(text, last.end())
+    stop = start + max_chars + 1
+    end = _group_end(text, start, stop)
     if end is None:
-        return None
+        return text[start:stop] if stop <= len(text) else None
     # The last opening may sit inside an outer box (\boxed{\boxed{5}}): the innermost content is the answer.
-    return text[last.end() : end - 1]
+    return text[start : end - 1]
+
+
+def _last_opening(text: str) -> int | None:
+    """Index just past the ``{`` of the last ``\\boxed{`` / ``\\fbox{`` (a ``_BOXED`` match), found from
+    the end with ``str.rfind``; gives up (None) after ``_MAX_MENTIONS`` mentions that open no box."""
+    found = {keyword: text.rfind(keyword) for keyword in _KEYWORDS}
+    for _ in range(_MAX_MENTIONS):
+        keyword = max(found, key=found.__getitem__)
+        at = found[keyword]
+        if at < 0:
+            return None
+        opening = _OPEN_BRACE.match(text, at + len(keyword))
+        if opening:
+            return opening.end()
+        found[keyword] = text.rfind(keyword, 0, at)
+    return None
 
 
 def answer_region(text: str) -> tuple[str, bool]:
