@@ -1,5 +1,6 @@
-"""Write the README's pictures under docs/: each env's first observation (its images side by side) and
-ZoomSearch's oracle zoom. Run from the repository root: ``.venv/bin/python docs/make_pictures.py``."""
+"""Write the pictures of README.md and docs/envs.md under docs/: each env's first observation (its
+images side by side) and ZoomSearch's oracle zoom. Run from the repository root:
+``.venv/bin/python docs/make_pictures.py``."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from vlm_envs import build_env
 DOCS = Path(__file__).parent
 #: file -> (env, config, seed, reset options)
 FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | None]] = {
+    "sokoban.png": ("sokoban", {"grid_size": (8, 8), "num_boxes": 2}, 1, None),
+    "geo3k.png": ("geo3k", {}, 2, None),
     "zoom_search.png": ("zoom_search", {}, 0, None),
     "chart_calc.png": ("chart_calc", {}, 0, {"kinds": ["grouped_bar"]}),
     "fog_maze_local.png": ("fog_maze", {}, 1, None),
