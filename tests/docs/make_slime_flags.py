@@ -4,12 +4,15 @@ slime cannot be installed here (Megatron, SGLang, CUDA), so the docs test checks
 docs/slime.md against this file instead. It is made by running the parser-building code itself, not
 by reading it: slime's own ``add_slime_arguments`` and ``add_sglang_arguments`` (with SGLang's and
 sglang-router's packages replaced by stand-ins whose ``add_cli_args`` add nothing) and Megatron-LM's
-``add_megatron_arguments`` (with ``triton`` replaced by a stand-in for Megatron's imports only). The
+``add_megatron_arguments`` (with ``triton`` replaced by a stand-in for Megatron's imports only), at
+the Megatron-LM commit slime's ``docker/Dockerfile`` pins, with the Megatron patches slime's image
+applies (they add flags such as ``--use-gated-attention`` that slime's model scripts pass). The
 flags slime forwards to SGLang (``--sglang-*`` from SGLang's ``ServerArgs``) and to sglang-router
 (``--router-*``) are therefore not in the file; the test allows only the few listed in
 :data:`SGLANG_BY_HAND`, each checked by hand against the SGLang source named there.
 
-Regenerate (with checkouts of both repositories; the commits go into the header)::
+Regenerate (with clones of both repositories; the slime commit is the clone's HEAD, the Megatron-LM
+one the commit slime pins, which the Megatron-LM clone must hold; both go into the header)::
 
     .venv/bin/python tests/docs/make_slime_flags.py --slime ~/src/slime --megatron ~/src/Megatron-LM \\
         > tests/docs/slime_flags.txt
@@ -26,6 +29,7 @@ import contextlib
 import enum
 import importlib.abc
 import importlib.machinery
+import re
 import subprocess
 import sys
 import tempfile
@@ -126,27 +130,43 @@ def _flags(*parsers: argparse.ArgumentParser) -> dict[str, str]:
     return found
 
 
-def _source(repo: Path, package: str, into: Path) -> tuple[Path, str]:
-    """A folder holding ``package`` at ``repo``'s HEAD, and that commit; a bare git folder (a
-    mirror) is exported to ``into`` first."""
-    git = ["git", "-C", str(repo)]
-    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout
-    if (repo / package).is_dir():
-        return repo.resolve(), commit.strip()
+def _git(repo: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True).stdout
+
+
+def _export(repo: Path, commit: str, into: Path, paths: tuple[str, ...] = ()) -> Path:
+    """``repo`` at ``commit`` (only ``paths``, if given) as plain files in ``into``."""
     into.mkdir(parents=True)
-    archive = subprocess.run([*git, "archive", "HEAD", package], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
-    return into, commit.strip()
+    subprocess.run(["tar", "-x", "-C", str(into)], input=_git(repo, "archive", commit, *paths), check=True)
+    return into
+
+
+def _dockerfile_arg(dockerfile: str, name: str) -> str:
+    return re.search(rf"^ARG {name}=(\S+)$", dockerfile, re.M).group(1)
 
 
 def main() -> None:
     cli = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    cli.add_argument("--slime", type=Path, required=True, help="a checkout of THUDM/slime")
-    cli.add_argument("--megatron", type=Path, required=True, help="a checkout of NVIDIA/Megatron-LM")
+    cli.add_argument("--slime", type=Path, required=True, help="a clone of THUDM/slime (its HEAD is read)")
+    cli.add_argument(
+        "--megatron", type=Path, required=True, help="a clone of NVIDIA/Megatron-LM (any commit)"
+    )
     where = cli.parse_args()
+    slime_commit = _git(where.slime, "rev-parse", "HEAD").decode().strip()
+    dockerfile = _git(where.slime, "show", f"{slime_commit}:docker/Dockerfile").decode()
+    megatron_commit = _dockerfile_arg(dockerfile, "MEGATRON_COMMIT")
+    patch_dir = f"docker/patch/{_dockerfile_arg(dockerfile, 'PATCH_VERSION')}"
+    patches = [
+        f"{patch_dir}/{name}"
+        for name in ("megatron.patch", "megatron-sglang-aligned.patch")  # as slime's Dockerfile applies them
+        if name in _git(where.slime, "ls-tree", "--name-only", f"{slime_commit}:{patch_dir}").decode().split()
+    ]
     with tempfile.TemporaryDirectory() as tmp:
-        slime_dir, slime_commit = _source(where.slime, "slime", Path(tmp, "slime"))
-        megatron_dir, megatron_commit = _source(where.megatron, "megatron", Path(tmp, "megatron"))
+        slime_dir = _export(where.slime, slime_commit, Path(tmp, "slime"), ("slime",))
+        megatron_dir = _export(where.megatron, megatron_commit, Path(tmp, "megatron"))
+        for patch in patches:
+            text = _git(where.slime, "show", f"{slime_commit}:{patch}")
+            subprocess.run(["git", "apply", "-"], cwd=megatron_dir, input=text, check=True)
         sys.path[:0] = [str(slime_dir), str(megatron_dir)]
         _install_stand_ins()
         with contextlib.redirect_stdout(sys.stderr):  # what the imports print is not a flag
@@ -154,6 +174,7 @@ def main() -> None:
     print("# The flags slime's train.py parser defines, made by tests/docs/make_slime_flags.py from")
     print(f"# slime THUDM/slime@{slime_commit}")
     print(f"# megatron NVIDIA/Megatron-LM@{megatron_commit}")
+    print(f"# (the Megatron-LM commit slime's docker/Dockerfile pins, with {', '.join(patches)} applied)")
     print("# Not here: SGLang's own server flags (slime's --sglang-* mirror of SGLang's ServerArgs) and")
     print("# sglang-router's (--router-*); [sglang] lists the few the docs use, each checked by hand.")
     print("# A line: FLAG nargs=N [type=int|float] [choices=a,b,...] (nargs=0: a switch).")
