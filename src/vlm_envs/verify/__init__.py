@@ -1,14 +1,16 @@
 """Math answer checking that is right on geometry answers, bounded in time, and never runs model text.
 
-``grade`` / ``agrade`` run in worker processes under a hard wall-clock limit; ``grade_local`` is the
-same check in-process with no bound (for use inside workers and benchmarks). Verdict reasons are the
-string constants exported here.
+``grade`` / ``agrade`` run in worker processes under a hard wall-clock limit (``timeout``, at most
+``MAX_TIMEOUT``; ``check_timeout`` validates one where it is configured); ``grade_local`` is the same
+check in-process with no bound (for use inside workers and benchmarks). Verdict reasons are the string
+constants exported here.
 """
 
 from vlm_envs.verify.bounded import DEFAULT_TIMEOUT, agrade, configure, grade, shutdown
 from vlm_envs.verify.compare import grade_local
 from vlm_envs.verify.extract import extract_boxed
 from vlm_envs.verify.normalize import MAX_ANSWER_CHARS, MAX_TEXT_CHARS
+from vlm_envs.verify.pool import MAX_TIMEOUT, check_timeout
 from vlm_envs.verify.verdict import (
     CHOICE_LETTER,
     EMPTY,
@@ -34,6 +36,7 @@ __all__ = [
     "HEDGE",
     "MAX_ANSWER_CHARS",
     "MAX_TEXT_CHARS",
+    "MAX_TIMEOUT",
     "MISMATCH",
     "REASONS",
     "ROUNDED_MATCH",
@@ -45,6 +48,7 @@ __all__ = [
     "WORKER_ERROR",
     "Verdict",
     "agrade",
+    "check_timeout",
     "configure",
     "extract_boxed",
     "grade",

@@ -1,10 +1,7 @@
 """In-process grading: normalise both sides, parse LaTeX with math-verify, compare with the rounding rules.
 
-Rounding rules (geo3k labels are choice values, sometimes rounded):
-- a decimal label with d decimals matches a prediction iff |pred - gt| <= 0.5 * 10^-d;
-- an exact label (integer, fraction, surd, pi) matches a decimal prediction with d_p >= 1 decimals
-  iff |pred - gt| <= 0.5 * 10^-d_p;
-- otherwise the values must be equal.
+The rounding rules (geo3k labels are choice values, sometimes rounded) and the verdicts reached
+without parsing are in :mod:`vlm_envs.verify.quick`.
 Nothing here is bounded in time: :func:`vlm_envs.verify.grade` runs it in a killable worker.
 """
 
@@ -16,23 +13,12 @@ from functools import lru_cache
 import sympy
 from math_verify import LatexExtractionConfig, parse, verify
 
-from vlm_envs.verify.normalize import Answer, normalize_answer
-from vlm_envs.verify.verdict import (
-    CHOICE_LETTER,
-    EMPTY,
-    EQUAL,
-    HEDGE,
-    MISMATCH,
-    ROUNDED_MATCH,
-    TOO_LONG,
-    UNIT_MISMATCH,
-    UNPARSEABLE,
-    Verdict,
-)
+from vlm_envs.verify.normalize import Answer
+from vlm_envs.verify.quick import normalized, quick_verdict, rounding_verdict
+from vlm_envs.verify.verdict import EQUAL, HEDGE, MISMATCH, UNPARSEABLE, Verdict
 
-#: Digits carried when evaluating exact values; values closer than 10^-EXACT_DIGITS (relative) are equal.
+#: Digits carried when evaluating exact values.
 _PRECISION = 60
-_EXACT_DIGITS = 40
 _LATEX_ONLY = (LatexExtractionConfig(boxed_match_priority=0),)
 
 
@@ -44,47 +30,20 @@ def grade_local(prediction: str, ground_truth: str) -> Verdict:
     """
     if not isinstance(prediction, str) or not isinstance(ground_truth, str):
         return Verdict(False, UNPARSEABLE)
-    pred = normalize_answer(prediction)
-    truth = _normalize_truth(ground_truth)
-    shown_pred = pred.text or None
-    shown_truth = truth.text or None
+    pred, truth = normalized(prediction, ground_truth)
+    quick = quick_verdict(pred, truth)
+    if quick is not None:
+        return quick
 
     def verdict(correct: bool, reason: str) -> Verdict:
-        return Verdict(correct, reason, shown_pred, shown_truth)
+        return Verdict(correct, reason, pred.text or None, truth.text or None)
 
-    if pred.problem in (EMPTY, TOO_LONG):
-        return verdict(False, pred.problem)
-    if pred.hedge and not truth.hedge:
-        return verdict(False, HEDGE)
-    if pred.letter or truth.letter:
-        if pred.letter and truth.letter:
-            return verdict(pred.letter == truth.letter, EQUAL if pred.letter == truth.letter else MISMATCH)
-        return verdict(False, CHOICE_LETTER if pred.letter else MISMATCH)
-    if pred.problem is not None:
-        return verdict(False, pred.problem)
-    if truth.problem is not None:
-        return verdict(False, UNPARSEABLE)
-    if _angle_units_clash(pred, truth):
-        return verdict(False, UNIT_MISMATCH)
     pred_expr, truth_expr = _parse(pred.text), _parse(truth.text)
     if pred_expr is None or truth_expr is None:
         return verdict(False, UNPARSEABLE)
     if isinstance(pred_expr, sympy.Set) and not isinstance(truth_expr, sympy.Set):
         return verdict(False, HEDGE)
     return verdict(*_compare(pred, pred_expr, truth, truth_expr))
-
-
-@lru_cache(maxsize=4096)
-def _normalize_truth(text: str) -> Answer:
-    return normalize_answer(text)
-
-
-def _angle_units_clash(pred: Answer, truth: Answer) -> bool:
-    """Radians are not degrees: explicit opposite marks, or degrees against a label written with pi."""
-    units = {pred.angle_unit, truth.angle_unit}
-    if units == {"deg", "rad"}:
-        return True
-    return pred.angle_unit == "deg" and r"\pi" in truth.text and truth.angle_unit != "deg"
 
 
 @lru_cache(maxsize=4096)
@@ -113,17 +72,7 @@ def _compare(
     if pred_value is None or truth_value is None:
         ok = verify(truth_expr, pred_expr, timeout_seconds=None)
         return ok, EQUAL if ok else MISMATCH
-    diff = abs(pred_value - truth_value)
-    if diff <= sympy.Rational(1, 10**_EXACT_DIGITS) * max(1, abs(truth_value)):
-        return True, EQUAL
-    if truth.decimals:
-        tolerance = sympy.Rational(1, 2 * 10**truth.decimals)
-    elif pred.decimals:
-        tolerance = sympy.Rational(1, 2 * 10**pred.decimals)
-    else:
-        return False, MISMATCH
-    ok = bool(diff <= tolerance)
-    return ok, ROUNDED_MATCH if ok else MISMATCH
+    return rounding_verdict(pred_value, pred.decimals, truth_value, truth.decimals)
 
 
 def _value(answer: Answer, expr: sympy.Basic) -> sympy.Rational | sympy.Float | None:
@@ -142,10 +91,29 @@ def _value(answer: Answer, expr: sympy.Basic) -> sympy.Rational | sympy.Float | 
 logging.getLogger("math_verify").setLevel(logging.ERROR)
 
 
+#: Answer shapes the warm-up grades: the parser (ANTLR) builds its prediction tables on first sight of
+#: each shape (up to 0.7 s), so the zygote sees them once and every forked worker inherits the tables.
+_WARM_UP_PAIRS = (
+    (r"\boxed{3\sqrt{2}}", "4.24"),
+    (r"\frac{\pi}{3}", "60"),
+    (r"\frac{80\pi}{3}", r"\frac{80\pi}{3}"),
+    (r"12\pi", "37.7"),
+    (r"\frac{7}{4}", "1.75"),
+    (r"\sqrt{13}", r"\sqrt{13}"),
+    (r"\frac{5\sqrt{3}}{2}", "4.33"),
+    (r"2\sqrt{3} + \frac{1}{2}", "3.96"),
+    (r"-\frac{5}{2}", "-2.5"),
+    (r"10 \times 3 - 2 \cdot 4", "22"),
+    (r"2^{3}", "8"),
+    (r"x^{2} + 1", r"x^2+1"),
+    (r"(1, 2)", r"(1, 2)"),
+)
+
+
 def warm_up() -> None:
-    """Import and exercise the parser once, so a fresh worker answers its first request quickly."""
-    samples = ((r"\boxed{3\sqrt{2}}", "4.24"), (r"x = 52^\circ", "52"), (r"\frac{\pi}{3}", "60"))
-    for prediction, truth in samples:
+    """Import and exercise the parser on common answer shapes, so a worker answers its first request
+    quickly (see ``_WARM_UP_PAIRS``)."""
+    for prediction, truth in _WARM_UP_PAIRS:
         grade_local(prediction, truth)
 
 
