@@ -13,7 +13,7 @@ from vlm_envs import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.engines import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.rollout.history import History, turn_rewards
+from vlm_envs.rollout.history import History, check_turn_reward, turn_rewards
 from vlm_envs.rollout.trajectory import Status
 
 SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision", "max_steps": 100}
@@ -153,3 +153,20 @@ def test_history_specs_and_turn_rewards():
     assert turn_rewards(steps, 1.0, "episode", 0.9) == [1.0, 1.0, 1.0]
     assert turn_rewards(steps, 1.0, "step", 0.9) == steps
     assert turn_rewards(steps, 1.0, "return", 0.5) == pytest.approx([0.5, 1.0, 1.0])
+
+
+def test_turn_reward_config_keeps_gamma_zero_and_refuses_what_is_not_a_discount():
+    assert check_turn_reward() == ("episode", 1.0) and check_turn_reward("return", 0) == ("return", 0.0)
+    assert check_turn_reward("step", 0.25) == ("step", 0.25)
+    for bad in (float("nan"), float("inf"), -0.5, 1.5, True, "0.5"):
+        with pytest.raises(ValueError, match=r"gamma must be a number in \[0, 1\]"):
+            check_turn_reward("return", bad)
+
+
+def test_turn_samples_refuse_a_nan_gamma(served):
+    server, codec = served
+    script(server, codec, *MOVES)
+    traj = play(server, codec, build_env("sokoban", **SOKOBAN), History(1), turns=2)
+    with pytest.raises(ValueError, match="gamma must be a number in"):
+        traj.turn_samples("return", float("nan"))
+    assert [s.reward for s in traj.turn_samples("return", 0.0)] == [t.reward for t in traj.turns]

@@ -138,7 +138,11 @@ def test_worker_processes_load_a_py_path_env_and_encode_the_sample_prompt_the_sa
     for workers in (0, 2):
         GenerateState.forget()
         args = make_args(
-            server, rollout_interaction_env_path="slime_geo3k_env", max_turns=2, vlm_envs_workers=workers
+            server,
+            rollout_interaction_env_path="slime_geo3k_env",
+            vlm_envs_allowed_envs=[path],  # a row names a file only where the YAML lists it
+            max_turns=2,
+            vlm_envs_workers=workers,
         )
         prompted = slime_sample(codec, QUESTION, [diagram()], templated=True, index=2, label="5")
         framed = Sample(index=3, group_index=9, metadata={"env": path})
@@ -221,7 +225,7 @@ def test_a_mixed_env_dataset_from_make_dataset_and_slime_rows(served, tmp_path):
                 codec, row["problem"], images, templated=True, index=i, label=row["answer"], metadata=meta
             )
         )
-    args = make_args(server, max_turns=2)
+    args = make_args(server, max_turns=2, vlm_envs_allowed_envs=["slime_geo3k_env"])
     for _ in samples:
         script(server, codec, "<answer>Up</answer>", "\\boxed{6}")
     out = run(args, *samples)

@@ -6,7 +6,8 @@ import asyncio
 import functools
 
 import pytest
-from rollout_helpers import script, slime_args
+from rollout_helpers import assert_sample_invariants, script, slime_args
+from row_helpers import oracle_replies
 from slime.rollout.sglang_rollout import GenerateState, generate_and_rm
 from slime.utils.types import Sample
 
@@ -103,7 +104,12 @@ def test_the_full_history_still_returns_one_sample(served):
     [
         ("vlm_envs_history", "last:3", "window:K"),
         ("vlm_envs_turn_reward", "mean", "turn reward must be one of"),
-        ("vlm_envs_gamma", 1.5, "gamma must be in"),
+        ("vlm_envs_gamma", 1.5, "gamma must be a number in [0, 1], got 1.5"),
+        ("vlm_envs_gamma", -0.1, "gamma must be a number in [0, 1], got -0.1"),
+        ("vlm_envs_gamma", float("nan"), "gamma must be a number in [0, 1], got nan"),
+        ("vlm_envs_gamma", float("inf"), "gamma must be a number in [0, 1], got inf"),
+        ("vlm_envs_gamma", True, "gamma must be a number in [0, 1], got True"),
+        ("vlm_envs_gamma", "0.9", "gamma must be a number in [0, 1], got '0.9'"),
     ],
 )
 def test_bad_history_settings_fail_the_sample_with_the_key_named(served, key, value, message):
@@ -111,3 +117,26 @@ def test_bad_history_settings_fail_the_sample_with_the_key_named(served, key, va
     sample = Sample(index=0, metadata={"seed": 2, "env_config": SOKOBAN})
     out = run(make_args(server, **{key: value}, custom_rm_path="vlm_envs.rollout.slime.reward"), sample)
     assert out.status is Sample.Status.FAILED and message in out.metadata["vlm_envs"]["error"]
+
+
+@pytest.mark.parametrize(
+    ("gamma", "rewards"), [(0, [0.0, 0.0, 1.0]), (0.5, [0.25, 0.5, 1.0]), (None, [1.0] * 3)]
+)
+def test_the_yaml_gamma_discounts_the_turns_zero_included(served, gamma, rewards):
+    """FogMaze seed 3 is won by the oracle in 3 turns with step rewards 0, 0, 1 (gamma 0 once became 1)."""
+    server, codec = served
+    script(server, codec, *oracle_replies("fog_maze", 3))
+    yaml = {"vlm_envs_gamma": gamma} if gamma is not None else {}
+    args = make_args(
+        server,
+        rollout_max_response_len=4096,
+        rollout_interaction_env_path="fog_maze",
+        vlm_envs_history="window:1",
+        vlm_envs_turn_reward="return",
+        **yaml,
+    )
+    out = run(args, Sample(index=0, metadata={"seed": 3}), max_new_tokens=4096)
+    assert [s.status for s in out] == [Sample.Status.COMPLETED] * 3
+    assert [s.reward for s in out] == rewards
+    for one in out:
+        assert_sample_invariants(one, codec)

@@ -20,6 +20,8 @@ pytest.importorskip(
 
 import torch
 from omegaconf import OmegaConf
+from row_helpers import oracle_replies
+from sft_helpers import ReplyEngine
 from verl.experimental.agent_loop import agent_loop
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap
 from verl.utils.dataset.rl_dataset import RLHFDataset
@@ -27,6 +29,7 @@ from verl_support import (
     RaisingServerManager,
     ScriptedServerManager,
     agent_loop_worker,
+    assert_verl_contract,
     no_rollout_trace,
     verl_config,
 )
@@ -40,6 +43,7 @@ from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 
 SOKOBAN = {"grid_size": [5, 5], "num_boxes": 1, "cell_size": 16}
+SUPPORT = Path(__file__).parents[1] / "support"
 PROMPT_LENGTH, RESPONSE_LENGTH, MAX_TURNS = 1024, 768, 4
 TRAJECTORY = {"step": 0, "sample_index": 0, "rollout_n": 0, "validate": False}
 SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": False}
@@ -85,7 +89,8 @@ def direct_episode(codec: ChatCodec, answers: list[list[int]], seed: int):
     return traj
 
 
-def run_loop(config, processor, server, **row: Any):
+def run_loop(config, processor, server, allowed_envs=None, **row: Any):
+    """Our loop on ``row``; ``allowed_envs`` as the loop's entry in the agent-loop YAML gives it."""
     loop = loop_module.VlmEnvsAgentLoop(
         trainer_config=DictConfigWrap(config),
         server_manager=server,
@@ -93,6 +98,7 @@ def run_loop(config, processor, server, **row: Any):
         processor=processor,
         dataset_cls=RLHFDataset,
         data_config=DictConfigWrap(config.data),
+        allowed_envs=allowed_envs,
     )
     return asyncio.run(loop.run(dict(SAMPLING), **row))
 
@@ -108,16 +114,18 @@ def pad_runs(ids: list[int], pad: int) -> list[int]:
     return runs
 
 
-def assert_consistent(out, codec: ChatCodec) -> None:
-    """What verl relies on: lengths agree, the mask is 0/1, ids in the vocabulary, one image per run."""
+def assert_consistent(out, codec: ChatCodec, config) -> None:
+    """What verl relies on: a response to put the reward on, one image per pad run, the budgets; and
+    the Sample contract on what verl's worker makes of the output (padding, its processor call)."""
     n = len(out.response_ids)
-    assert n >= 1 and len(out.response_mask) == len(out.response_logprobs) == n
-    assert set(out.response_mask) <= {0, 1}
-    assert all(0 <= t < len(codec.tokenizer) for t in [*out.prompt_ids, *out.response_ids])
+    assert n >= 1
     images = (out.multi_modal_data or {}).get("images") or []
     assert len(pad_runs([*out.prompt_ids, *out.response_ids], codec.image_token_id)) == len(images)
     assert len(out.prompt_ids) <= PROMPT_LENGTH and n <= RESPONSE_LENGTH
     out.as_dict()  # verl's V1 trainer path: puts the reward on the last response token
+    worker = agent_loop_worker(config, RaisingServerManager(), codec.processor)
+    padded = asyncio.run(worker._agent_loop_postprocess(out, False, raw_prompt=[]))
+    assert_verl_contract(padded, codec, config.actor_rollout_ref.rollout.prompt_length)
 
 
 def test_names_agree_with_the_dataset_writer():
@@ -208,7 +216,7 @@ def test_out_of_vocabulary_reply_never_reaches_the_output(config, processors):
     assert str(vocab + 7) in record["error"]
     assert vocab + 7 not in out.response_ids and out.response_mask == [0]
     assert out.reward_score == 0.0
-    assert_consistent(out, codec)
+    assert_consistent(out, codec, config)
 
 
 @pytest.mark.parametrize(
@@ -238,7 +246,7 @@ def test_every_failure_is_an_output_verl_can_take(server, extra, status, error, 
     out = run_loop(config, processor, managers[server](), extra_info=extra, raw_prompt=[])
     record = out.extra_fields["vlm_envs"]
     assert record["status"] == status and error in (record["error"] or ""), record
-    assert_consistent(out, codec)
+    assert_consistent(out, codec, config)
     # verl's worker takes it: padding, its processor call and positions
     worker = agent_loop_worker(config, managers[server](), processor)
     padded = asyncio.run(worker._agent_loop_postprocess(out, False, raw_prompt=[]))
@@ -259,12 +267,13 @@ def test_slime_shaped_env_plays_from_the_row_prompt(config, processors):
     codec = ChatCodec(processor)
     server = ScriptedServerManager(ScriptedEngine(moves(codec)))
     raw_prompt = [{"role": "user", "content": [{"type": "text", "text": "What is 2 + 2?"}]}]
-    extra = {"env": str(Path(__file__).parents[1] / "support" / "slime_geo3k_env.py")}
-    out = run_loop(config, processor, server, extra_info=extra, raw_prompt=raw_prompt)
+    path = str(SUPPORT / "slime_geo3k_env.py")
+    extra = {"env": path}
+    out = run_loop(config, processor, server, allowed_envs=[path], extra_info=extra, raw_prompt=raw_prompt)
     record = out.extra_fields["vlm_envs"]
     assert record["prompt_source"] == "sample", record
     assert "What is 2 + 2?" in codec.decode(out.prompt_ids)
-    assert_consistent(out, codec)
+    assert_consistent(out, codec, config)
 
 
 def test_a_windowed_row_gives_one_output_per_turn_that_verl_reads(config, processors):
@@ -284,10 +293,128 @@ def test_a_windowed_row_gives_one_output_per_turn_that_verl_reads(config, proces
     assert [r["prompt_ids"] for r in server.requests] == [o.prompt_ids for o in outs]  # what the engine saw
     worker = agent_loop_worker(config, server, processor)
     for out in outs:
-        assert_consistent(out, codec)
+        assert_consistent(out, codec, config)
         assert out.response_mask == [1] * len(out.response_ids)
         input_ids = torch.tensor([[*out.prompt_ids, *out.response_ids]])
         inputs = worker._compute_multi_modal_inputs(out, input_ids)
         counts = [math.prod(g) // 4 for g in inputs["image_grid_thw"].tolist()]
         assert counts == pad_runs(input_ids[0].tolist(), codec.image_token_id)
     assert [len(o.multi_modal_data["images"]) for o in outs] == [1, 2, 2, 2]
+
+
+def run_from_the_yaml(config, processor, server, monkeypatch, loop_entry: dict[str, Any], **row: Any):
+    """The row run by verl's own worker, our loop built from ``loop_entry`` (its agent-loop YAML entry)."""
+    monkeypatch.setitem(agent_loop._agent_loop_registry, "vlm_envs", OmegaConf.create(loop_entry))
+    worker = agent_loop_worker(config, server, processor)
+    return asyncio.run(
+        worker._run_agent_loop(dict(SAMPLING), TRAJECTORY, trace=False, agent_name="vlm_envs", **row)
+    )
+
+
+def test_a_row_names_a_module_path_only_where_the_agent_loop_yaml_lists_it(config, processors, monkeypatch):
+    processor = processors["qwen2_vl"]
+    codec = ChatCodec(processor)
+    path = str(SUPPORT / "slime_geo3k_env.py")
+    raw_prompt = [{"role": "user", "content": [{"type": "text", "text": "What is 2 + 2?"}]}]
+    entry = {"name": "vlm_envs", "_target_": loop_module.LOOP_TARGET}
+    records = []
+    for allowed in (None, [path]):
+        loop_entry = entry if allowed is None else {**entry, "allowed_envs": allowed}
+        server = ScriptedServerManager(ScriptedEngine(moves(codec)))
+        out = run_from_the_yaml(
+            config,
+            processor,
+            server,
+            monkeypatch,
+            loop_entry,
+            extra_info={"env": path},
+            raw_prompt=raw_prompt,
+        )
+        records.append(out.extra_fields["vlm_envs"])
+        assert_verl_contract(out, codec, PROMPT_LENGTH)
+    refused, played = records
+    assert (
+        refused["status"] == "failed" and "refused" in refused["error"] and "allowed_envs" in refused["error"]
+    )
+    assert played["status"] != "failed" and played["prompt_source"] == "sample", played
+
+
+@pytest.mark.parametrize("env", ["builtins:print", "os:system", "MARKER"])
+def test_a_row_never_chooses_code_to_run(env, config, processors, tmp_path, monkeypatch, capsys):
+    """A downloaded row naming a callable or a module file: FAILED, saying why; nothing imported or called."""
+    marker = tmp_path / "imported"
+    module = tmp_path / "row_chosen_env.py"
+    module.write_text(f"open({str(marker)!r}, 'w').close()\ndef build_env(**kw):\n    raise SystemExit\n")
+    calls = []
+    monkeypatch.setattr("os.system", lambda *a: calls.append(a))
+    processor = processors["qwen2_vl"]
+    codec = ChatCodec(processor)
+    extra = {"env": str(module) if env == "MARKER" else env, "seed": 1}
+    out = run_loop(config, processor, ScriptedServerManager(ScriptedEngine(moves(codec))), extra_info=extra)
+    record = out.extra_fields["vlm_envs"]
+    assert (
+        record["status"] == "failed" and "refused" in record["error"] and "registered env" in record["error"]
+    )
+    assert not marker.exists() and calls == [] and capsys.readouterr().out == ""
+    assert_consistent(out, codec, config)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "error"),
+    [
+        ("seed", 3.7, "seed must be None or an int"),
+        ("seed", True, "seed must be None or an int"),
+        ("seed", -1, "seed must be an int in [0, 2**64)"),
+        ("seed", "3", "seed must be None or an int"),
+        ("max_turns", 0, "max_turns must be an int >= 1, got 0"),
+        ("max_turns", True, "max_turns must be an int >= 1, got True"),
+        ("max_turns", 2.0, "max_turns must be an int >= 1, got 2.0"),
+        ("env_config", "grid_size=5", "env_config must be a mapping"),
+        ("env", 7, "env must be a non-empty string"),
+        ("gamma", float("nan"), "gamma must be a number in [0, 1], got nan"),
+        ("gamma", float("inf"), "gamma must be a number in [0, 1], got inf"),
+        ("gamma", -0.5, "gamma must be a number in [0, 1], got -0.5"),
+        ("gamma", 1.5, "gamma must be a number in [0, 1], got 1.5"),
+    ],
+)
+def test_a_row_is_never_coerced(field, value, error, config, processors):
+    processor = processors["qwen2_vl"]
+    codec = ChatCodec(processor)
+    extra = {"env": "sokoban", "seed": 2, "env_config": SOKOBAN, "history": "window:1", field: value}
+    out = run_loop(config, processor, ScriptedServerManager(ScriptedEngine(moves(codec))), extra_info=extra)
+    record = out.extra_fields["vlm_envs"]
+    assert record["status"] == "failed" and error in record["error"], record["error"]
+    assert_consistent(out, codec, config)
+
+
+def test_a_rows_seed_and_turn_cap_are_honoured_exactly(config, processors):
+    """A numpy seed plays that seed (the same episode as the int); max_turns 1 plays one turn."""
+    processor = processors["qwen2_vl"]
+    codec = ChatCodec(processor)
+    outs = []
+    for seed in (np.int64(0), 0, 1):
+        server = ScriptedServerManager(ScriptedEngine(moves(codec)))
+        extra = {"env": "sokoban", "seed": seed, "env_config": SOKOBAN, "max_turns": 1}
+        outs.append(run_loop(config, processor, server, extra_info=extra, raw_prompt=[]))
+    for out in outs:
+        record = out.extra_fields["vlm_envs"]
+        assert record["status"] != "failed" and record["num_turns"] == 1, record
+        assert_consistent(out, codec, config)
+    first = [np.asarray(o.multi_modal_data["images"][0]) for o in outs]
+    assert np.array_equal(first[0], first[1]) and not np.array_equal(first[1], first[2])
+
+
+@pytest.mark.parametrize(
+    ("gamma", "rewards"), [(0, [0.0, 0.0, 1.0]), (0.5, [0.25, 0.5, 1.0]), (None, [1.0] * 3)]
+)
+def test_a_windowed_row_discounts_with_its_gamma_zero_included(gamma, rewards, config, processors):
+    """FogMaze seed 3 is won by the oracle in 3 turns with step rewards 0, 0, 1."""
+    processor = processors["qwen2_vl"]
+    codec = ChatCodec(processor)
+    server = ScriptedServerManager(ReplyEngine(codec, oracle_replies("fog_maze", 3)))
+    extra = {"env": "fog_maze", "seed": 3, "history": "window:1", "turn_reward": "return", "gamma": gamma}
+    outs = run_loop(config, processor, server, extra_info={k: v for k, v in extra.items() if v is not None})
+    assert [o.extra_fields["vlm_envs"]["status"] for o in outs] == ["completed"] * 3
+    assert [o.reward_score for o in outs] == rewards
+    for out in outs:
+        assert_consistent(out, codec, config)

@@ -15,6 +15,7 @@ from verl.experimental.agent_loop import agent_loop
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.workers.rollout.replica import TokenOutput
 
+from vlm_envs.rollout import contract
 from vlm_envs.testing import ScriptedEngine
 
 CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
@@ -86,3 +87,24 @@ def agent_loop_worker(config: DictConfig, server_manager: Any, processor: Any) -
 def no_rollout_trace(**kwargs: Any) -> contextlib.AbstractContextManager:
     """Stands in for verl's ``rollout_trace_attr`` (its tracing backends are not set up here)."""
     return contextlib.nullcontext()
+
+
+def assert_verl_contract(out: Any, codec: Any, prompt_length: int) -> None:
+    """The suite's one Sample contract (:mod:`vlm_envs.rollout.contract`) on what verl's worker made
+    of our output (``_InternalAgentLoopOutput``: padded ids, mask and log probs, and the image tensors of
+    its own processor call), the padding taken off."""
+    prompt = out.prompt_ids[0][out.attention_mask[0, :prompt_length].bool()].tolist()
+    n = int(out.attention_mask[0, prompt_length:].sum())
+    inputs = out.multi_modal_inputs or {}
+    grids = inputs["image_grid_thw"].tolist() if "image_grid_thw" in inputs else []
+    pixels = inputs.get("pixel_values")
+    violations = contract.token_violations(
+        prompt,
+        out.response_ids[0, :n].tolist(),
+        out.response_mask[0, :n].tolist(),
+        out.response_logprobs[0, :n].tolist(),
+        grids,
+        None if pixels is None else int(pixels.shape[0]),
+        contract.TokenSpace.of(codec),
+    )
+    assert violations == []

@@ -11,6 +11,7 @@ observation only: lossless for envs whose observation shows the whole state (Sok
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import re
 from typing import Any, Literal
 
@@ -72,11 +73,15 @@ def turn_rewards(
     raise ValueError(f"turn reward must be one of {TURN_REWARDS}, got {mode!r}")
 
 
-def check_turn_reward(mode: Any, gamma: Any) -> tuple[TurnReward, float]:
-    """A turn-reward mode and discount, checked (for config read from YAML or the command line)."""
+def check_turn_reward(mode: Any = None, gamma: Any = None) -> tuple[TurnReward, float]:
+    """A turn-reward mode and discount, checked where config enters (YAML, a row, the command line):
+    ``None`` is the default (``episode``, 1.0); a gamma of 0 is kept; a gamma that is not a number in
+    [0, 1] (NaN, inf, negative, above 1, a bool, a string) raises ``ValueError``."""
+    mode = "episode" if mode is None else mode
     if mode not in TURN_REWARDS:
         raise ValueError(f"turn reward must be one of {', '.join(TURN_REWARDS)}, got {mode!r}")
-    gamma = float(gamma)
-    if not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma must be in [0, 1], got {gamma}")
-    return mode, gamma
+    if gamma is None:
+        return mode, 1.0
+    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be a number in [0, 1], got {gamma!r:.80}")
+    return mode, float(gamma)

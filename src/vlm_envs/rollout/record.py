@@ -1,44 +1,18 @@
-"""What every trainer hook reads from a dataset row and writes back about its episode.
+"""What every trainer hook writes back about its episode (what a row names: :mod:`vlm_envs.rollout.rows`).
 
-A row names its episode in a metadata mapping (slime's ``sample.metadata``, verl's ``extra_info``):
-``env``, ``seed``, ``max_turns`` and ``env_config``; :class:`RowSpec` reads the first three (the
-env builder reads ``env_config`` itself). :func:`episode_record` is the JSON-friendly record of a
-finished episode that the hooks hand back under :data:`RECORD_KEY` (slime's
-``sample.metadata["vlm_envs"]``, verl's ``extra_fields["vlm_envs"]``). Trainer-neutral: this module
-knows no trainer.
+:func:`episode_record` is the JSON-friendly record of a finished episode that the hooks hand back
+under :data:`RECORD_KEY` (slime's ``sample.metadata["vlm_envs"]``, verl's
+``extra_fields["vlm_envs"]``). Trainer-neutral: this module knows no trainer.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping
 from typing import Any
 
 from vlm_envs.rollout.trajectory import Trajectory
 
 #: Where the hooks put :func:`episode_record` (slime: ``sample.metadata``; verl: ``extra_fields``).
 RECORD_KEY = "vlm_envs"
-
-
-@dataclasses.dataclass(frozen=True)
-class RowSpec:
-    """The episode a dataset row names: env, seed and turn cap (each ``None`` where it says none)."""
-
-    env: str | None = None
-    seed: int | None = None
-    max_turns: int | None = None
-
-    @classmethod
-    def of(cls, metadata: Any) -> RowSpec:
-        """Read a row's metadata mapping (anything else names nothing)."""
-        if not isinstance(metadata, Mapping):
-            return cls()
-        env, seed, max_turns = metadata.get("env"), metadata.get("seed"), metadata.get("max_turns")
-        return cls(
-            env=str(env) if env else None,
-            seed=None if seed is None else int(seed),
-            max_turns=int(max_turns) if max_turns else None,
-        )
 
 
 def episode_record(traj: Trajectory, trainer: str) -> dict[str, Any]:

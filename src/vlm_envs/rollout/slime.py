@@ -7,6 +7,7 @@ only from the YAML given to ``--custom-config-path``, together with ``max_turns`
 
     rollout_interaction_env_path: vlm_envs.envs.sokoban
     max_turns: 8
+    vlm_envs_allowed_envs: [my_pkg.my_env]   # optional: module paths or files rows may name
     vlm_envs_workers: 4   # optional: play episodes in 4 worker processes (see EpisodeWorkers)
     vlm_envs_ray_actors: 32   # optional, instead: play them on 32 Ray actors (see RayEpisodeWorkers)
     vlm_envs_ray_actor_cpus: 1   # optional: CPUs per actor; vlm_envs_ray_resources: custom resources
@@ -22,6 +23,13 @@ tokens, 0 / 0.0 on observation tokens), ``multimodal_train_inputs`` (``pixel_val
 ``image_grid_thw`` in token order), ``status``, ``reward`` (the env's episode reward unless
 ``vlm_envs_set_reward: false``) and ``metadata["vlm_envs"]`` (per-turn metrics, rewards, timings,
 the error if any). This is the only module that knows slime.
+
+A row (``sample.metadata``) is read by :class:`~vlm_envs.rollout.rows.RowSpec`: it may name a
+registered env, or a module path or file only where the YAML names it (``rollout_interaction_env_path``
+or ``vlm_envs_allowed_envs``); a row with a ``seed`` builds its env from its env config alone, a row
+without one from the sample (its task); a refused row fails its sample, saying why. Windowed
+histories (``vlm_envs_history: window:K``) return one Sample per turn, rewarded as
+``vlm_envs_turn_reward`` (``episode``, ``return``, ``step``) and ``vlm_envs_gamma`` (in [0, 1]) say.
 
 slime's own multi-turn envs run unchanged (``rollout_interaction_env_path`` may name a module or a
 ``.py`` file, as for slime's example rollout). When the env's first observation is empty, the
@@ -51,7 +59,8 @@ from vlm_envs.rollout.executors import EpisodeExecutor, ExecutorConfig
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.offload import rollout_executor
 from vlm_envs.rollout.prompt import FallbackPrompt
-from vlm_envs.rollout.record import RECORD_KEY, RowSpec, episode_record
+from vlm_envs.rollout.record import RECORD_KEY, episode_record
+from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_env, turn_cap
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample, make_train_inputs
 from vlm_envs.rollout.worker_process import EpisodeJob
@@ -107,6 +116,8 @@ class HookConfig:
     episode: EpisodeConfig
     set_reward: bool
     url: str
+    #: What the sample's row names (whether the env is built from the sample or the row's config).
+    row: RowSpec = dataclasses.field(default_factory=RowSpec)
     #: Where episodes play: worker processes (``vlm_envs_workers``), Ray actors
     #: (``vlm_envs_ray_actors``), or neither: on slime's loop.
     executor: ExecutorConfig = dataclasses.field(default_factory=ExecutorConfig)
@@ -119,14 +130,19 @@ class HookConfig:
 def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> HookConfig:
     """Read the env, turn cap and budgets once, from the sample first and then slime's args."""
     row = RowSpec.of(getattr(sample, "metadata", None))
-    env = row.env or getattr(args, "rollout_interaction_env_path", None)
+    path = getattr(args, "rollout_interaction_env_path", None)  # the user's own YAML: trusted
+    allowed = allowed_envs(getattr(args, "vlm_envs_allowed_envs", None), "vlm_envs_allowed_envs")
+    if path:
+        allowed |= {str(path)}
+    env = check_row_env(row.env, allowed) if row.env else path
     if not env:
         raise ValueError(HOW_TO_NAME_AN_ENV)
-    max_turns = row.max_turns or getattr(args, "max_turns", None) or DEFAULT_MAX_TURNS
+    yaml_turns = turn_cap(getattr(args, "max_turns", None), "max_turns in the --custom-config-path YAML")
+    max_turns = row.max_turns if row.max_turns is not None else yaml_turns
     max_new = sampling_params.get("max_new_tokens") or getattr(args, "rollout_max_response_len", None)
-    seed = row.seed if row.seed is not None else getattr(sample, "group_index", None)
+    seed = row.seed if row.generated else getattr(sample, "group_index", None)
     episode = EpisodeConfig(
-        max_turns=int(max_turns),
+        max_turns=max_turns or DEFAULT_MAX_TURNS,
         max_context_tokens=getattr(args, "rollout_max_context_len", None),
         max_response_tokens=max_new,
         max_new_tokens=max_new or EpisodeConfig.max_new_tokens,
@@ -135,7 +151,7 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
         history=History.parse(getattr(args, "vlm_envs_history", None)),
     )
     turn_reward, gamma = check_turn_reward(
-        getattr(args, "vlm_envs_turn_reward", None) or "episode", getattr(args, "vlm_envs_gamma", None) or 1.0
+        getattr(args, "vlm_envs_turn_reward", None), getattr(args, "vlm_envs_gamma", None)
     )
     host, port = getattr(args, "sglang_router_ip", "127.0.0.1"), getattr(args, "sglang_router_port", 30000)
     url = f"http://{host}:{port}"
@@ -146,6 +162,7 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
         episode=episode,
         set_reward=set_reward,
         url=url,
+        row=row,
         executor=ExecutorConfig.from_args(args),
         engine=EngineSettings.from_args(args),
         turn_reward=turn_reward,
@@ -225,9 +242,11 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
         executor = _runtime.executor(args, codec, config)
     except Exception as err:  # a missing env, a bad config or an unloadable processor fails this sample only
         return _fail(sample, record, f"{type(err).__name__}: {err}")
+    env_sample, env_config = config.row.build_inputs(sample)
     job = EpisodeJob(
         env=config.env,
-        sample=sample,
+        env_config=env_config,
+        sample=env_sample,
         seed=config.seed,
         config=config.episode,
         sampling_params=dict(sampling_params),

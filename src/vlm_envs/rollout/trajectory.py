@@ -16,7 +16,7 @@ import torch
 
 from vlm_envs.protocol import Observation
 from vlm_envs.rollout.codec import ChatCodec, Encoded, ProcessedImage
-from vlm_envs.rollout.history import History, TurnReward, turn_rewards
+from vlm_envs.rollout.history import History, TurnReward, check_turn_reward, turn_rewards
 from vlm_envs.rollout.images import Allocator, train_inputs_of
 from vlm_envs.rollout.segment import Segment
 from vlm_envs.rollout.turns import Context, TurnSample
@@ -120,7 +120,9 @@ class Trajectory:
         """One training sample per turn that generated tokens: its :meth:`context` as the prompt,
         its reply as the response. Rewards: the episode's on every turn (``episode``), the
         discounted return from the turn (``return``), or the step reward (``step``); an episode that
-        FAILED or was ABORTED gives every turn its (failure) reward."""
+        FAILED or was ABORTED gives every turn its (failure) reward. ``ValueError`` for a mode or
+        gamma :func:`~vlm_envs.rollout.history.check_turn_reward` refuses."""
+        reward, gamma = check_turn_reward(reward, gamma)
         records = [r for r in self.turns if r.reply is not None]
         if self.status in (Status.FAILED, Status.ABORTED):
             rewards = [self.reward] * len(records)

@@ -7,10 +7,15 @@ writes it)::
 
     - name: vlm_envs
       _target_: vlm_envs.rollout.verl.VlmEnvsAgentLoop
+      allowed_envs: [my_pkg.my_env]   # optional: module paths or files rows may name
 
-A row's ``extra_info`` names the episode as slime rows' ``metadata`` does: ``env``, ``seed``,
-``env_config`` and optionally ``max_turns`` (else ``env_config["max_turns"]``, else
-``rollout.multi_turn.max_assistant_turns``, else 8). The episode is played by
+A row's ``extra_info`` names the episode as slime rows' ``metadata`` does (read by
+:class:`~vlm_envs.rollout.rows.RowSpec`): ``env`` (a registered env, or a module path or file listed
+in ``allowed_envs`` above: a row never chooses code to run), ``seed``, ``env_config`` and optionally
+``max_turns`` (else ``env_config["max_turns"]``, else ``rollout.multi_turn.max_assistant_turns``,
+else 8); ``history`` (``window:K``), ``turn_reward`` and ``gamma`` (in [0, 1]) for per-turn outputs.
+A row with a ``seed`` builds its env from its env config alone; a row without one from the row
+itself (``extra_info`` as the sample's metadata, ``raw_prompt`` as its prompt). The episode is played by
 :func:`~vlm_envs.rollout.episode.run_episode`, the core the slime hook uses, with verl's server
 manager as its engine (log probs are always asked for). Budgets: ``rollout.response_length`` caps
 the response; a prompt longer than ``rollout.prompt_length`` fails the episode (image tokens cannot
@@ -48,7 +53,8 @@ from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.image_uris import ImageInput
 from vlm_envs.rollout.prompt import FallbackPrompt
-from vlm_envs.rollout.record import RECORD_KEY, RowSpec, episode_record
+from vlm_envs.rollout.record import RECORD_KEY, episode_record
+from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_env, turn_cap
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample
 
@@ -69,6 +75,8 @@ class LoopConfig:
     env: str
     seed: int | None
     episode: EpisodeConfig
+    #: What the row names (whether the env is built from the row or from its env config).
+    row: RowSpec
     #: verl pads every prompt to ``rollout.prompt_length``; a longer one cannot go into the batch.
     prompt_length: int
     #: A windowed history makes one output per turn (verl's V1 trainer takes a list per row).
@@ -76,37 +84,37 @@ class LoopConfig:
     gamma: float = 1.0
 
 
-def resolve_config(rollout: Any, extra_info: Any) -> LoopConfig:
-    """Read the env, seed, turn cap and budgets once, from the row's ``extra_info`` and ``rollout``."""
+def resolve_config(
+    rollout: Any, extra_info: Mapping[str, Any], allowed: frozenset[str] = frozenset()
+) -> LoopConfig:
+    """Read the env, seed, turn cap and budgets once, from the row's ``extra_info`` and ``rollout``;
+    ``allowed``: the module paths and files rows may name (``allowed_envs``)."""
     row = RowSpec.of(extra_info)
     if not row.env:
         raise ValueError(
             "no env for this row: give it extra_info['env'] (e.g. 'sokoban'); "
             "`vlm-envs make-dataset ENV --trainer verl` writes such rows"
         )
-    env_config = extra_info.get("env_config") or {}
     multi_turn = rollout.get("multi_turn") or {}
-    max_turns = (
-        row.max_turns
-        or (env_config.get("max_turns") if isinstance(env_config, Mapping) else None)
-        or multi_turn.get("max_assistant_turns")
-        or DEFAULT_MAX_TURNS
+    caps = (
+        row.max_turns,
+        turn_cap(row.env_config.get("max_turns"), "a row's env_config['max_turns']"),
+        turn_cap(multi_turn.get("max_assistant_turns"), "rollout.multi_turn.max_assistant_turns"),
     )
     response_length = int(rollout.get("response_length"))
     episode = EpisodeConfig(
-        max_turns=int(max_turns),
+        max_turns=next((cap for cap in caps if cap is not None), DEFAULT_MAX_TURNS),
         max_response_tokens=response_length,
         max_new_tokens=response_length,
         engine_images="pil",  # verl hands images to vLLM / SGLang in process, as PIL images
         history=History.parse(extra_info.get("history")),
     )
-    turn_reward, gamma = check_turn_reward(
-        extra_info.get("turn_reward") or "episode", extra_info.get("gamma") or 1.0
-    )
+    turn_reward, gamma = check_turn_reward(extra_info.get("turn_reward"), extra_info.get("gamma"))
     return LoopConfig(
-        env=row.env,
+        env=check_row_env(row.env, allowed),
         seed=row.seed,
         episode=episode,
+        row=row,
         prompt_length=int(rollout.get("prompt_length")),
         turn_reward=turn_reward,
         gamma=gamma,
@@ -180,16 +188,25 @@ class VlmEnvsAgentLoop(AgentLoopBase):
 
     ``AgentLoopBase.__init__`` is not called: it builds verl's own token builder, which this loop
     never uses (the codec encodes), and it may raise, which would fail verl's whole batch.
+    ``allowed_envs`` comes from the loop's entry in the agent-loop YAML (verl passes an entry's keys
+    to the loop); a bad value fails every row, saying why, rather than verl's batch.
     """
 
     def __init__(
-        self, trainer_config: Any, server_manager: Any, tokenizer: Any, processor: Any, **kwargs: Any
+        self,
+        trainer_config: Any,
+        server_manager: Any,
+        tokenizer: Any,
+        processor: Any,
+        allowed_envs: Any = None,
+        **kwargs: Any,
     ) -> None:
         self.config = trainer_config.config
         self.rollout_config = self.config.actor_rollout_ref.rollout
         self.server_manager = server_manager
         self.tokenizer = tokenizer
         self.processor = processor
+        self.allowed_envs = allowed_envs
 
     def _filler_id(self) -> int:
         """The token of a failed row's one masked response token (the tokenizer's end of sequence)."""
@@ -205,14 +222,15 @@ class VlmEnvsAgentLoop(AgentLoopBase):
         ``extra_info["history"]`` is ``window:K`` gets one output per turn (verl's V1 trainer)."""
         record: dict[str, Any] = {}
         try:
-            config = resolve_config(self.rollout_config, kwargs.get("extra_info") or {})
+            extra_info = kwargs.get("extra_info") or {}
+            allowed = allowed_envs(self.allowed_envs, "allowed_envs (the agent-loop YAML)")
+            config = resolve_config(self.rollout_config, extra_info, allowed)
             record["env"] = config.env
             codec = _codec(self.processor if self.processor is not None else self.tokenizer)
-            sample = types.SimpleNamespace(
-                metadata=dict(kwargs.get("extra_info") or {}), prompt=kwargs.get("raw_prompt")
-            )
+            row_sample = types.SimpleNamespace(metadata=dict(extra_info), prompt=kwargs.get("raw_prompt"))
+            sample, env_config = config.row.build_inputs(row_sample)
             args = types.SimpleNamespace(max_turns=config.episode.max_turns)
-            env = build_env(config.env, sample=sample, args=args)
+            env = build_env(config.env, sample=sample, args=args, **env_config)
         except Exception as err:  # a missing env, a bad row or config fails this row only
             return failed_output(record, f"{type(err).__name__}: {err}", self._filler_id())
         try:
@@ -277,11 +295,7 @@ def to_output(
             generate_sequences=sum(t.timings.get("generate_s", 0.0) for t in turns),
             tool_calls=sum(t.timings.get("env_s", 0.0) for t in turns),
         ),
-        extra_fields=_extra_fields(
-            record
-            if turn is None
-            else {**record, "turn": turn.turn, "context_turns": list(turn.context.turns)}
-        ),
+        extra_fields=_extra_fields(record if turn is None else _turn_record(record, turn)),
     )
 
 

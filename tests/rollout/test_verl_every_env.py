@@ -1,0 +1,69 @@
+"""Every registered env's ``make-dataset --trainer verl`` rows, read by verl's own ``RLHFDataset`` and run
+by verl's own agent-loop worker from the written YAML, play a won episode within the Sample contract."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip(
+    "verl.experimental.agent_loop.agent_loop",
+    reason="verl is not installed (pip install 'vlm-envs[verl]'; verl requires transformers<5.11)",
+)
+
+from omegaconf import OmegaConf
+from row_helpers import oracle_replies
+from sft_helpers import ReplyEngine
+from verl.experimental.agent_loop import agent_loop
+from verl.utils.dataset.rl_dataset import RLHFDataset
+from verl_support import (
+    ScriptedServerManager,
+    agent_loop_worker,
+    assert_verl_contract,
+    no_rollout_trace,
+    verl_config,
+)
+
+from vlm_envs import list_envs
+from vlm_envs.eval.datasets import make_dataset
+from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.testing import build_tiny_processor
+
+SEED = 3
+PROMPT_LENGTH, RESPONSE_LENGTH = 2048, 2048
+TRAJECTORY = {"step": 0, "sample_index": 0, "rollout_n": 0, "validate": False}
+SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": False}
+
+
+@pytest.fixture(scope="module")
+def config():
+    return verl_config(
+        [f"data.max_prompt_length={PROMPT_LENGTH}", f"data.max_response_length={RESPONSE_LENGTH}"]
+    )
+
+
+@pytest.fixture(scope="module")
+def processor():
+    return build_tiny_processor("qwen2_vl")
+
+
+@pytest.mark.parametrize("env", [spec.name for spec in list_envs()])
+def test_every_envs_verl_rows_win_through_verls_worker(env, tmp_path, config, processor, monkeypatch):
+    monkeypatch.setattr(agent_loop, "rollout_trace_attr", no_rollout_trace)
+    files = make_dataset(env, 1, tmp_path / f"{env}.parquet", seed=SEED, trainer="verl")
+    for entry in OmegaConf.load(files.yaml):  # as AgentLoopWorker.__init__ loads the YAML
+        monkeypatch.setitem(agent_loop._agent_loop_registry, entry.name, entry)
+    row = RLHFDataset(str(files.parquet), processor.tokenizer, config.data, processor)[0]
+    codec = ChatCodec(processor)
+    replies = oracle_replies(env, SEED)
+    server = ScriptedServerManager(ReplyEngine(codec, replies))
+    worker = agent_loop_worker(config, server, processor)
+
+    out = asyncio.run(worker._run_agent_loop(dict(SAMPLING), TRAJECTORY, trace=False, **row))
+
+    record = out.extra_fields["vlm_envs"]
+    assert record["status"] == "completed", record["error"]
+    assert record["env"] == env and record["reward"] == 1.0 and record["num_turns"] == len(replies)
+    assert out.reward_score == 1.0
+    assert_verl_contract(out, codec, PROMPT_LENGTH)
