@@ -26,7 +26,7 @@ from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
 from vlm_envs.protocol import Observation, StepInfo
-from vlm_envs.verify import extract_boxed, grade
+from vlm_envs.verify import MAX_ANSWER_CHARS, extract_boxed, grade
 
 TOOL_NAME = "calc"
 TOOL_SCHEMA: dict[str, Any] = {
@@ -145,8 +145,11 @@ class ChartCalcEnv(EpisodicEnv[ChartCalcConfig, _Episode]):
         ep = self._episode()
         ep.done = True
         ep.answer = extract_boxed(response_text)
-        ep.success = ep.answer is not None and self._correct(ep.answer)
+        too_long = ep.answer is not None and len(ep.answer) > MAX_ANSWER_CHARS
+        ep.success = ep.answer is not None and not too_long and self._correct(ep.answer)
         given = f"'{clip(ep.answer)}'" if ep.answer is not None else "missing (no \\boxed{} answer)"
+        if too_long:
+            given = f"is over {MAX_ANSWER_CHARS} characters long, too long to check"
         verdict = "correct" if ep.success else "not correct"
         text = f"Final answer {given}: {verdict}. The episode is over."
         return Observation(text=text), True, self._info(terminated=True, info={"final_answer": ep.answer})
