@@ -78,6 +78,26 @@ def test_a_failed_episode_is_one_masked_token_without_advantage(trainer: VlmEnvs
     assert episode_reward([None], [None], **{RECORD_KEY: [record]}) == [None]
 
 
+@pytest.mark.parametrize("env", ["builtins:print", "os:system", "FILE"])
+def test_a_carrier_never_chooses_code_to_run(
+    trainer: VlmEnvsGRPOTrainer, env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """A downloaded row naming a callable or a module file: FAILED, saying why; nothing imported or called."""
+    marker = tmp_path / "imported"
+    module = tmp_path / "row_chosen_env.py"
+    module.write_text(f"open({str(marker)!r}, 'w').close()\ndef build_env(**kw):\n    raise SystemExit\n")
+    calls: list[Any] = []
+    monkeypatch.setattr("os.system", lambda *a: calls.append(a))
+    out = rollout_func([prompt_of(EpisodeSpec(str(module) if env == "FILE" else env, 1))], trainer)
+    record = out[RECORD_KEY][0]
+    assert (
+        record["status"] == "failed"
+        and "refused" in record["error"]
+        and "vlm_envs.register" in record["error"]
+    )
+    assert not marker.exists() and calls == [] and capsys.readouterr().out == ""
+
+
 def test_a_prompt_without_a_carrier_or_with_a_window_is_refused(trainer: VlmEnvsGRPOTrainer) -> None:
     with pytest.raises(ValueError, match=r"names no episode.*make-dataset ENV --trainer trl"):
         rollout_func([[{"role": "user", "content": "hello"}]], trainer)

@@ -12,7 +12,8 @@ A row names its episode in a metadata mapping (slime's ``sample.metadata``, verl
 
 A row is data, perhaps downloaded: it never chooses code to run. It may name a registered env (an
 entry point's or :func:`vlm_envs.register`'s name, or the module that entry names); a module path
-or file only where the trainer's own config lists it (:func:`check_row_env`). Nothing is coerced:
+or file only where the trainer's own config lists it (:func:`check_row_env`; TRL's carrier has no
+such config: its rows name registered envs only). Nothing is coerced:
 a seed of 3.7 or ``True``, or ``max_turns: 0``, is refused, never read as 3, 1 or the default.
 Trainer-neutral: this module knows no trainer.
 """
@@ -30,7 +31,8 @@ from vlm_envs.registry import list_envs
 HOW_TO_ALLOW = (
     "a row may name a registered env ({known}); a module path or file only where the trainer's own "
     "config lists it (slime: rollout_interaction_env_path or vlm_envs_allowed_envs in the "
-    "--custom-config-path YAML; verl: allowed_envs in the agent-loop YAML)"
+    "--custom-config-path YAML; verl: allowed_envs in the agent-loop YAML), or once it is registered "
+    "(an entry point, or vlm_envs.register(name, 'my_pkg.my_env') where the episodes play)"
 )
 
 

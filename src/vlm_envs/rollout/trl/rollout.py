@@ -45,6 +45,7 @@ from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, episode_record
+from vlm_envs.rollout.rows import check_row_env
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.trl.engines import PolicyEngine, VLLMSampling, VLLMServerEngine
 
@@ -249,7 +250,8 @@ class VlmEnvsRollout:
         record: dict[str, Any] = {"env": spec.env, "seed": spec.seed}
         try:  # from the carrier's config, as make-dataset built it (TRL passes no other column)
             args = types.SimpleNamespace(max_turns=plan.episode.max_turns)
-            env = await asyncio.to_thread(lambda: build_env(spec.env, args=args, **spec.env_config))
+            name = check_row_env(spec.env)  # a registered env only: a row never chooses code to run
+            env = await asyncio.to_thread(lambda: build_env(name, args=args, **spec.env_config))
         except Exception as err:  # an env that will not build fails this entry only
             traj = Trajectory.failed(f"building the env: {type(err).__name__}: {err}")
         else:
