@@ -131,3 +131,16 @@ def test_config_errors_and_per_sample_config():
     assert len(info["layout"].splitlines()) == 11 and env.config.max_turns == 2
     env.step("<answer>Up</answer>")
     assert env.step("nothing")[1] is True
+
+
+@pytest.mark.parametrize(("config", "cap"), [({}, 100), ({"max_moves": 7}, 7), ({"max_turns": 3}, 3)])
+def test_a_stream_of_malformed_replies_ends_at_the_turn_cap(config, cap):
+    """Without max_turns the cap is max_moves turns: a valid turn plays an action, a malformed one none."""
+    env = build_env(TARGET, **config)
+    env.reset(seed=0)
+    turns, done = 0, False
+    while not done and turns <= cap:
+        obs, done, info = env.step("no answer here")
+        turns += 1
+        assert "Invalid answer" in obs.text and info.metrics["format_valid"] is False
+    assert (turns, info.truncated, info.metrics["success"]) == (cap, True, False)

@@ -247,3 +247,16 @@ def test_hostile_answers_never_raise(text):
         assert obs.to_dict()["obs_str"].count(IMAGE_PLACEHOLDER) == len(obs.images) == 1
         if done:
             break
+
+
+@pytest.mark.parametrize(("config", "cap"), [({}, 100), ({"max_steps": 5}, 5), ({"max_turns": 4}, 4)])
+def test_a_stream_of_malformed_replies_ends_at_the_turn_cap(config, cap):
+    """Without max_turns the cap is max_steps turns: a valid turn plays a move, a malformed one none."""
+    env = build_env("sokoban", level=TWO_BOXES, **config)
+    env.reset(seed=0)
+    turns, done = 0, False
+    while not done and turns <= cap:
+        obs, done, info = env.step("<answer>jump</answer>")
+        turns += 1
+        assert "Invalid answer" in obs.text and info.metrics["format_valid"] is False
+    assert (turns, info.truncated, info.metrics["success"]) == (cap, True, False)

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, model_validator
+
+from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, EpisodeActions, TurnCap
 
 RenderMode = Literal["vision", "text", "vision+text"]
 
 
-class FogMazeConfig(BaseModel):
+class FogMazeConfig(EnvConfig):
     """Everything that defines a FogMaze episode besides the seed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: (rows, cols) in cells.
     size: tuple[int, int] = (9, 9)
@@ -24,19 +24,15 @@ class FogMazeConfig(BaseModel):
     #: ``local`` view: the k x k cells around the player (odd k).
     view_size: int = Field(3, ge=1, le=9)
     render_mode: RenderMode = "vision"
-    max_actions_per_turn: int = Field(4, ge=1)
+    max_actions_per_turn: ActionsPerTurn = 4
     #: Actions in the whole episode (blocked ones and turns included).
-    max_moves: int = Field(100, ge=1)
-    max_turns: int | None = Field(None, ge=1)
+    max_moves: EpisodeActions = 100
+    #: ``None``: ``max_moves`` turns (see :attr:`turn_limit`).
+    max_turns: TurnCap | None = None
     #: ``local`` image: pixels per cell.
     cell_size: int = Field(48, ge=8, le=256)
     #: ``first_person`` image: (width, height) in pixels.
     image_size: tuple[int, int] = (256, 192)
-
-    @field_validator("size", "image_size", mode="before")
-    @classmethod
-    def _plain(cls, value: Any) -> Any:
-        return value.tolist() if hasattr(value, "tolist") else value
 
     @model_validator(mode="after")
     def _check(self) -> FogMazeConfig:
@@ -53,6 +49,12 @@ class FogMazeConfig(BaseModel):
         if not (32 <= width <= 1024 and 32 <= height <= 1024):
             raise ValueError(f"image_size must be 32 to 1024 pixels each way, got {self.image_size}")
         return self
+
+    @property
+    def turn_limit(self) -> int:
+        """The turn cap: ``max_turns``, else ``max_moves``. A turn that plays uses an action, so only replies
+        that play none (malformed ones) reach it before the actions run out: it ends a stream of them."""
+        return self.max_turns if self.max_turns is not None else self.max_moves
 
     @property
     def shows_image(self) -> bool:

@@ -3,7 +3,8 @@
 Each turn the model answers 1 to ``max_actions_per_turn`` actions in ``<answer>...</answer>``; a
 malformed answer costs the turn (no action) and the next observation says why. Every action counts
 toward ``max_moves``, blocked ones and turns included. The episode ends on reaching the goal
-(terminated, reward 1.0), or when ``max_moves`` actions or ``max_turns`` turns are used (truncated).
+(terminated, reward 1.0), or when ``max_moves`` actions or ``max_turns`` turns are used (truncated);
+without ``max_turns`` the turn cap is ``max_moves``, so a stream of malformed replies ends too.
 The observation never shows the map: what the model learned about it earlier lives only in its
 history. ``info`` carries the full layout for logs and replays.
 """
@@ -94,9 +95,7 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
                 break
         ep.invalid_moves += blocked
         success = ep.success
-        truncated = not success and (
-            ep.moves >= cfg.max_moves or (cfg.max_turns is not None and ep.turns >= cfg.max_turns)
-        )
+        truncated = not success and (ep.moves >= cfg.max_moves or ep.turns >= cfg.turn_limit)
         ep.done = success or truncated
         obs = self._observation(self._feedback(parsed.error, played, blocked, success, truncated))
         metrics: dict[str, float | int | bool] = {

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 from PIL import Image, ImageDraw, ImageFont
 
+from vlm_envs.envs.config import MAX_IMAGE_SIDE
+
 Point = tuple[float, float]
 
 #: Qwen-VL vision encoders cut images into 14 px patches merged 2x2, so sides in multiples of 28 px
@@ -74,11 +76,18 @@ class Figure:
 
 
 def check_image_size(size: int) -> int:
-    """``size`` if it is a usable side length (a positive multiple of 28), else ``ValueError``."""
-    if not isinstance(size, int) or size < 4 * IMAGE_SIDE_MULTIPLE or size % IMAGE_SIDE_MULTIPLE:
+    """``size`` if it is a usable side length (an int multiple of 28, 112 to ``MAX_IMAGE_SIDE``), else
+    ``ValueError``."""
+    least = 4 * IMAGE_SIDE_MULTIPLE
+    if (
+        isinstance(size, bool)
+        or not isinstance(size, int)
+        or not least <= size <= MAX_IMAGE_SIDE
+        or size % IMAGE_SIDE_MULTIPLE
+    ):
         raise ValueError(
-            f"image_size must be a multiple of {IMAGE_SIDE_MULTIPLE} px and at least "
-            f"{4 * IMAGE_SIDE_MULTIPLE}, got {size!r}"
+            f"image_size must be a multiple of {IMAGE_SIDE_MULTIPLE} px from {least} to {MAX_IMAGE_SIDE}, "
+            f"got {size!r:.40}"
         )
     return size
 

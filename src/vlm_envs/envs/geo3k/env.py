@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from vlm_envs.envs.config import MAX_GRADE_TIMEOUT, MAX_TURNS
 from vlm_envs.envs.geo3k import messages, rationale
 from vlm_envs.envs.geo3k.diagrams import DEFAULT_IMAGE_SIZE, check_image_size
 from vlm_envs.envs.geo3k.problems import Geo3kProblem, check_kinds, generate_problem
@@ -69,8 +70,17 @@ class Geo3kEnv(Env):
             raise ValueError("give either one problem or a list of problems, not both")
         if problems is not None and not len(problems):
             raise ValueError("the list of problems is empty")
-        if not isinstance(max_turns, int) or max_turns < 1:
-            raise ValueError(f"max_turns must be a positive integer, got {max_turns!r}")
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or not 1 <= max_turns <= MAX_TURNS:
+            raise ValueError(f"max_turns must be an int from 1 to {MAX_TURNS}, got {max_turns!r:.40}")
+        if grade_timeout is not None and not (
+            isinstance(grade_timeout, int | float)
+            and not isinstance(grade_timeout, bool)
+            and 0 < grade_timeout <= MAX_GRADE_TIMEOUT
+        ):
+            raise ValueError(
+                f"grade_timeout must be None or seconds in (0, {MAX_GRADE_TIMEOUT:g}], "
+                f"got {grade_timeout!r:.40}"
+            )
         self.max_turns = max_turns
         self.kinds = check_kinds(kinds)
         self.image_size = check_image_size(image_size)
@@ -138,9 +148,9 @@ class Geo3kEnv(Env):
         self._next_seed = (seed + 1) % SEED_LIMIT
         if "index" in options:
             index = options["index"]
-            if not self._problems or not isinstance(index, int) or not 0 <= index < len(self._problems):
+            if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self._problems):
                 raise ValueError(
-                    f"option index={index!r} does not name one of {len(self._problems)} problems"
+                    f"option index={index!r:.40} does not name one of {len(self._problems)} problems"
                 )
             problem = self._problems[index]
         elif self._problems and "kinds" not in options:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap
 
 RenderMode = Literal["vision", "text", "vision+text"]
 
 
-class JigsawConfig(BaseModel):
+class JigsawConfig(EnvConfig):
     """Everything that defines a Jigsaw episode besides the seed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: Tiles per side: the picture is cut into n x n tiles.
     n: int = Field(3, ge=2, le=4)
@@ -22,8 +22,8 @@ class JigsawConfig(BaseModel):
     #: None: a picture drawn from the seed.
     image_dir: str | None = None
     render_mode: RenderMode = "vision"
-    max_swaps_per_turn: int = Field(4, ge=1)
-    max_turns: int = Field(8, ge=1)
+    max_swaps_per_turn: ActionsPerTurn = 4
+    max_turns: TurnCap = 8
     #: Side of the (square) picture in pixels.
     image_size: int = Field(336, ge=64, le=1024)
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap
 
 
-class MentalRotationConfig(BaseModel):
+class MentalRotationConfig(EnvConfig):
     """Everything that defines a MentalRotation episode besides the seed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     #: ``rotate``: turn the current view until it matches the target; ``mirror``: one reply, same or mirror.
     mode: Literal["rotate", "mirror"] = "rotate"
@@ -18,8 +18,8 @@ class MentalRotationConfig(BaseModel):
     max_cubes: int = Field(8, ge=2, le=12)
     #: ``rotate``: the start is at least this many quarter turns from the target (the most is 3).
     min_turns: int = Field(1, ge=1, le=3)
-    max_actions_per_turn: int = Field(3, ge=1)
-    max_turns: int = Field(4, ge=1)
+    max_actions_per_turn: ActionsPerTurn = 3
+    max_turns: TurnCap = 4
     #: Side of each view in pixels.
     image_size: int = Field(224, ge=64, le=1024)
 

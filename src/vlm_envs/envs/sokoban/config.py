@@ -8,44 +8,41 @@ Names follow the slime example's ``SokobanEnvConfig`` where they overlap (``grid
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
+from vlm_envs.envs.config import (
+    MAX_EPISODE_ACTIONS,
+    MAX_IMAGE_SIDE,
+    ActionsPerTurn,
+    EnvConfig,
+    EpisodeActions,
+    RewardTerm,
+    TurnCap,
+)
 from vlm_envs.envs.sokoban.board import Layout, State, from_slime_grid, parse_level
-from vlm_envs.envs.sokoban.generator import Difficulty
+from vlm_envs.envs.sokoban.generator import MAX_GRID_SIDE, Difficulty
 from vlm_envs.envs.sokoban.render import DEFAULT_CELL_SIZE
+from vlm_envs.protocol import SEED_LIMIT
 
 RenderMode = Literal["vision", "text", "vision+text"]
+#: The most nodes the solver may expand for one level: a node costs a walk over the board.
+MAX_SOLVER_NODES = 1_000_000
 
 
-def _plain(value: Any) -> Any:
-    """numpy arrays / scalars (as parquet rows deliver them) to plain Python lists / numbers."""
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-#: The most pixels a side of a rendered board may have: above what a Qwen-VL processor keeps
-#: (its default ``max_pixels`` is about 3,584 squared), and 50 MB of RGB.
-MAX_IMAGE_SIDE = 4096
-
-
-class SokobanConfig(BaseModel):
+class SokobanConfig(EnvConfig):
     """Everything that defines a Sokoban episode besides the seed."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     grid_size: tuple[int, int] = (6, 6)
-    num_boxes: int = Field(1, ge=1)
+    num_boxes: int = Field(1, ge=1, le=MAX_GRID_SIDE**2)
     wall_fraction: float = Field(0.2, ge=0.0, lt=1.0)
-    min_moves: int | None = Field(None, ge=1)
-    max_moves: int | None = Field(None, ge=1)
-    max_steps: int = Field(100, ge=1)
-    max_turns: int | None = Field(None, ge=1)
-    max_actions_per_step: int = Field(3, ge=1)
+    min_moves: EpisodeActions | None = None
+    max_moves: EpisodeActions | None = None
+    max_steps: EpisodeActions = 100
+    #: ``None``: ``max_steps`` turns (see :attr:`turn_limit`).
+    max_turns: TurnCap | None = None
+    max_actions_per_step: ActionsPerTurn = 3
     render_mode: RenderMode = "vision"
     text_grid_in_vision: bool = False
     cell_size: int = Field(DEFAULT_CELL_SIZE, ge=8, le=256)
@@ -53,18 +50,13 @@ class SokobanConfig(BaseModel):
     initial_base_grid: list[list[int]] | None = None
     initial_boxes: list[list[int]] | None = None
     initial_player: list[int] | None = None
-    optimal_moves: int | None = Field(None, ge=0)
+    optimal_moves: int | None = Field(None, ge=0, le=MAX_EPISODE_ACTIONS)
     optimal_exact: bool | None = None
     reward_mode: Literal["binary", "shaped"] = "binary"
-    success_bonus: float = 1.0
-    invalid_format_penalty: float = Field(0.1, ge=0.0)
-    solver_max_nodes: int = Field(20_000, ge=1)
-    rng_seed: int | None = None
-
-    @field_validator("grid_size", "initial_base_grid", "initial_boxes", "initial_player", mode="before")
-    @classmethod
-    def _from_numpy(cls, value: Any) -> Any:
-        return _plain(value)
+    success_bonus: RewardTerm = 1.0
+    invalid_format_penalty: RewardTerm = 0.1
+    solver_max_nodes: int = Field(20_000, ge=1, le=MAX_SOLVER_NODES)
+    rng_seed: int | None = Field(None, ge=0, lt=SEED_LIMIT)
 
     @model_validator(mode="after")
     def _check(self) -> SokobanConfig:
@@ -108,6 +100,12 @@ class SokobanConfig(BaseModel):
             max_moves=self.max_moves,
             solver_max_nodes=self.solver_max_nodes,
         )
+
+    @property
+    def turn_limit(self) -> int:
+        """The turn cap: ``max_turns``, else ``max_steps``. A turn that plays uses a move, so only replies
+        that play none (malformed ones) reach it before the moves run out: it ends a stream of them."""
+        return self.max_turns if self.max_turns is not None else self.max_steps
 
     @property
     def shows_image(self) -> bool:

@@ -3,7 +3,8 @@
 Each turn the model gives 1 to ``max_actions_per_step`` moves. A malformed answer costs the turn
 (no moves) and the next observation says why. Every attempted move counts toward ``max_steps``,
 blocked ones included. The episode ends on success (terminated), when ``max_steps`` moves are used
-or ``max_turns`` turns are played (truncated). The task instructions travel in the first
+or ``max_turns`` turns are played (truncated); without ``max_turns`` the turn cap is ``max_steps``, so a
+stream of malformed replies ends too. The task instructions travel in the first
 observation (no system prompt), so a dataset row's prompt is exactly that observation.
 
 Rewards. ``episode_reward()`` is binary by default: 1.0 if every box ends on a target, else 0.0,
@@ -157,9 +158,7 @@ class SokobanEnv(EpisodicEnv[SokobanConfig, _Episode]):
                 break
         self._remember_suffix(before, "".join(played), blocked)
         success = ep.success
-        truncated = not success and (
-            ep.moves_used >= cfg.max_steps or (cfg.max_turns is not None and ep.turns >= cfg.max_turns)
-        )
+        truncated = not success and (ep.moves_used >= cfg.max_steps or ep.turns >= cfg.turn_limit)
         ep.done = success or truncated
         on_target = boxes_on_target(ep.layout, ep.state)
         reward = self._step_reward(phi_before, on_target, success, parsed.error is not None)

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
-from vlm_envs.envs.zoom_search.glyphs import glyph_font
+from vlm_envs.envs.config import MAX_IMAGE_SIDE, MAX_TURNS, EnvConfig, RewardTerm, TurnCap
+from vlm_envs.envs.zoom_search.glyphs import ALPHABET, glyph_font
 
 #: View sides are multiples of 224 = lcm(28, 32): Qwen2-VL's 28 px and Qwen3-VL's 32 px grids both tile
 #: the view exactly, so the frame the model sees is the frame the tool's coordinates refer to.
@@ -24,30 +25,30 @@ MAX_VIEW_GLYPH_PX = 4
 MIN_CROP_GLYPH_PX = 14
 #: Space kept free between neighbouring objects' cells, in canvas px.
 CELL_GAP = 32
+#: The largest canvas side: the canvas is drawn whole, one byte a pixel (64 MiB at 8192).
+MAX_CANVAS = 8192
 
 
-class ZoomSearchConfig(BaseModel):
+class ZoomSearchConfig(EnvConfig):
     """Everything that defines a ZoomSearch episode besides the seed."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
     #: Side of the square canvas in px; an integer multiple (>= 2) of ``view``.
-    canvas: int = 3584
+    canvas: int = Field(3584, ge=2 * VIEW_MULTIPLE, le=MAX_CANVAS)
     #: Side of the first observation (the whole canvas scaled down), a multiple of 224.
-    view: int = 896
+    view: int = Field(896, ge=VIEW_MULTIPLE, le=MAX_IMAGE_SIDE)
     #: The tool's crop is scaled to fit a ``crop_view`` x ``crop_view`` box.
-    crop_view: int = Field(448, ge=112)
+    crop_view: int = Field(448, ge=112, le=MAX_IMAGE_SIDE)
     #: Objects besides the target.
     distractors: int = Field(40, ge=0)
     #: Height of the code's glyphs (cap height) on the canvas, in px.
     glyph_px: int = Field(14, ge=8, le=64)
     code_length: int = Field(4, ge=3, le=6)
-    max_zooms: int = Field(4, ge=0)
-    max_turns: int = Field(6, ge=1)
+    max_zooms: int = Field(4, ge=0, le=MAX_TURNS)
+    max_turns: TurnCap = 6
     #: The frame of the zoom tool's ``bbox``: view pixels, or 0-1000 (Qwen3-VL's convention).
     coords: Literal["pixels", "relative1000"] = "pixels"
     #: Added to the reward of a correct answer that used at least one zoom (never paid alone).
-    tool_bonus: float = Field(0.0, ge=0.0)
+    tool_bonus: RewardTerm = 0.0
 
     @property
     def scale(self) -> int:
@@ -76,6 +77,12 @@ class ZoomSearchConfig(BaseModel):
             raise ValueError(
                 f"glyph_px={self.glyph_px} would be over {MAX_VIEW_GLYPH_PX} px high in the view "
                 f"(scale {self.scale}); use at most {MAX_VIEW_GLYPH_PX * self.scale}"
+            )
+        codes = len(ALPHABET) ** self.code_length
+        if codes < self.distractors + 1:
+            raise ValueError(
+                f"{self.distractors + 1} objects need distinct codes, and {self.code_length}-character codes "
+                f"give {codes}: lower distractors or raise code_length"
             )
         least, most = self.box_range()
         if least > most:

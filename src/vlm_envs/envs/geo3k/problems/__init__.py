@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from vlm_envs.envs.config import plain
 from vlm_envs.envs.geo3k.diagrams import DEFAULT_IMAGE_SIZE, check_image_size, render
 from vlm_envs.envs.geo3k.problems.base import GENERATOR_SOURCE, Draft, Geo3kProblem, Redraw
 from vlm_envs.envs.geo3k.problems.circles import circle
@@ -25,14 +26,16 @@ _MAX_ATTEMPTS = 1000
 
 
 def check_kinds(kinds: Sequence[str] | None) -> tuple[str, ...]:
-    """The kinds to draw from (all when ``None``); ``ValueError`` naming any unknown kind."""
+    """The kinds to draw from (all when ``None``; one name or a list of them); ``ValueError`` naming any
+    unknown kind or anything that is not a list of names."""
     if kinds is None:
         return tuple(KINDS)
-    if isinstance(kinds, str):
-        kinds = [kinds]
-    unknown = [k for k in kinds if k not in KINDS]
-    if unknown or not kinds:
-        raise ValueError(f"unknown problem kind(s) {unknown}; choose from {sorted(KINDS)}")
+    kinds = [kinds] if isinstance(kinds, str) else plain(kinds)
+    if not isinstance(kinds, list | tuple) or not kinds:
+        raise ValueError(f"kinds must be a kind or a non-empty list of kinds, got {kinds!r:.60}")
+    unknown = [k for k in kinds if not isinstance(k, str) or k not in KINDS]
+    if unknown:
+        raise ValueError(f"unknown problem kind(s) {unknown!r:.200}; choose from {sorted(KINDS)}")
     return tuple(kinds)
 
 

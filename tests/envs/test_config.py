@@ -1,0 +1,159 @@
+"""The shared config base: fields as strict as seeds, bounded, read from dataset rows, refused with a
+ValueError (never ZeroDivisionError or a silent coercion)."""
+
+import math
+
+import numpy as np
+import pytest
+from pydantic import Field
+
+from vlm_envs import build_env
+from vlm_envs.envs.chart_calc import ChartCalcConfig
+from vlm_envs.envs.config import MAX_IMAGE_SIDE, EnvConfig, TurnCap, overridden
+from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.fog_maze import FogMazeConfig
+from vlm_envs.envs.jigsaw import JigsawConfig
+from vlm_envs.envs.mental_rotation import MentalRotationConfig
+from vlm_envs.envs.sokoban import SokobanConfig
+from vlm_envs.envs.zoom_search import ZoomSearchConfig
+
+CONFIGS = [
+    ChartCalcConfig,
+    FogMazeConfig,
+    JigsawConfig,
+    MentalRotationConfig,
+    SokobanConfig,
+    ZoomSearchConfig,
+]
+
+
+class Toy(EnvConfig):
+    turns: TurnCap = 4
+    size: tuple[int, int] = (2, 3)
+    maybe: tuple[int, int] | None = None
+    flag: bool = False
+    ratio: float = Field(0.5, ge=0.0)
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"turns": True}, "valid integer"),
+        ({"turns": 3.0}, "valid integer"),
+        ({"turns": "3"}, "valid integer"),
+        ({"turns": 0}, "greater than or equal to 1"),
+        ({"turns": 10**30}, "less than or equal to 1000"),
+        ({"size": [True, 1]}, "valid integer"),
+        ({"size": [1, 2, 3]}, "at most 2 items"),
+        ({"flag": 1}, "valid boolean"),
+        ({"flag": "yes"}, "valid boolean"),
+        ({"ratio": math.nan}, "finite number"),
+        ({"ratio": math.inf}, "finite number"),
+        ({"ratio": True}, "valid number"),
+        ({"nope": 1}, "Extra inputs are not permitted"),
+        ({1: 2}, "Keys should be strings"),
+    ],
+    ids=repr,
+)
+def test_fields_are_as_strict_as_seeds(changes, says):
+    with pytest.raises(ValueError, match=says):
+        overridden(Toy(), changes)
+
+
+def test_values_as_rows_deliver_them_are_read():
+    config = Toy(
+        turns=np.int64(7), size=np.array([4, 5]), maybe=[1, 2], flag=np.bool_(True), ratio=np.float64(2)
+    )
+    assert config == Toy(turns=7, size=(4, 5), maybe=(1, 2), flag=True, ratio=2.0)
+    assert type(config.turns) is int and type(config.size) is tuple and config.flag is True
+    assert Toy(ratio=1).ratio == 1.0  # an int is a number
+
+
+@pytest.mark.parametrize("config_class", CONFIGS, ids=lambda c: c.__name__)
+def test_every_env_config_refuses_a_bool_or_a_float_for_each_int_field(config_class):
+    ints = [
+        name for name, field in config_class.model_fields.items() if field.annotation in (int, int | None)
+    ]
+    assert ints and issubclass(config_class, EnvConfig)
+    for name in ints:
+        for bad in (True, False, 2.0, math.nan, 10**400):
+            with pytest.raises(ValueError):
+                config_class(**{name: bad})
+
+
+def test_zoom_search_view_false_is_refused_not_a_zero_division():
+    env = build_env("zoom_search")
+    env.reset(seed=0)
+    for options in ({"view": False}, {"view": 0}, {"canvas": False}, {"crop_view": True}):
+        with pytest.raises(ValueError, match=r"valid integer|greater than"):
+            env.reset(seed=0, options=options)
+    assert env.reset(seed=0)[0].images[0].size == (896, 896)  # a refused option leaves the env as it was
+
+
+def test_zoom_search_refuses_more_objects_than_codes_at_construction():
+    with pytest.raises(ValueError, match="6860 objects need distinct codes, and 3-character codes give 6859"):
+        ZoomSearchConfig(distractors=6859, code_length=3)
+    with pytest.raises(ValueError, match="distinct codes"):
+        build_env("zoom_search", distractors=6859, code_length=3)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"crop_view": 10**6}, {"crop_view": MAX_IMAGE_SIDE + 1}, {"canvas": 10**6, "view": 896}, {"view": 4480}],
+    ids=repr,
+)
+def test_zoom_search_image_sides_are_bounded(changes):
+    with pytest.raises(ValueError, match="less than or equal to"):
+        ZoomSearchConfig(**changes)
+
+
+@pytest.mark.parametrize("size", [(4480, 4480), (8960, 4480), (448, 4480), (672, 200)])
+def test_chart_calc_image_sides_are_bounded(size):
+    with pytest.raises(ValueError, match=f"multiples of 224 from 448 to {MAX_IMAGE_SIDE}"):
+        build_env("chart_calc", image_size=size)
+
+
+def test_chart_calc_refuses_kinds_no_question_fits_at_construction():
+    with pytest.raises(ValueError, match="no question of \\['percent_change'\\] fits a bar chart"):
+        ChartCalcConfig(kinds=("bar", "line"), questions=("percent_change",))
+    with pytest.raises(ValueError, match="fits a pie chart \\(pie asks difference, ratio, sum, which\\)"):
+        build_env("chart_calc", kinds=["pie"], questions=["mean", "percent_change"])
+    env = build_env("chart_calc", kinds=["line"], questions=["percent_change"])  # a fit is kept
+    assert env.reset(seed=0)[1]["question_kind"] == "percent_change"
+
+
+@pytest.mark.parametrize(
+    ("config", "says"),
+    [
+        ({"max_turns": True}, "max_turns must be an int from 1 to 1000, got True"),
+        ({"max_turns": 10**9}, "max_turns must be an int"),
+        ({"grade_timeout": math.inf}, "grade_timeout must be None or seconds in \\(0, 60\\]"),
+        ({"grade_timeout": 1e19}, "grade_timeout"),
+        ({"image_size": True}, "image_size must be a multiple of 28 px from 112 to 4096"),
+        ({"image_size": 28 * 10**4}, "image_size"),
+        ({"kinds": 5}, "kinds must be a kind or a non-empty list"),
+        ({"kinds": [["circle"]]}, "unknown problem kind"),
+    ],
+    ids=repr,
+)
+def test_geo3k_config_is_as_strict(config, says):
+    with pytest.raises(ValueError, match=says):
+        build_env("geo3k", **config)
+
+
+def test_geo3k_reset_options_refuse_a_bool_index_and_a_non_list_of_kinds():
+    env = build_env("geo3k", problem="Find x.", answer="3")
+    with pytest.raises(ValueError, match="option index=True does not name"):
+        env.reset(options={"index": True})
+    with pytest.raises(ValueError, match="kinds must be"):
+        env.reset(options={"kinds": {"circle": 1}})
+    assert env.reset(options={"index": 0})[1]["ground_truth"] == "3"
+
+
+def test_every_bundled_episodic_env_uses_the_shared_base():
+    from vlm_envs import list_envs
+
+    for spec in list_envs():
+        env = build_env(spec.name)
+        if isinstance(env, EpisodicEnv):
+            assert issubclass(env.config_class, EnvConfig), spec.name
