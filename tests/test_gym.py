@@ -4,7 +4,7 @@ import gymnasium
 import numpy as np
 import pytest
 
-from vlm_envs.gym import GymEnv, ImageListSpace, TextSpace
+from vlm_envs.gym import MAX_EPISODE_STEPS, GymEnv, ImageListSpace, TextSpace
 
 
 def test_registered_ids_exist_for_builtin_envs():
@@ -29,6 +29,27 @@ def test_registering_an_env_again_keeps_its_id_quietly():
         registry._registered.pop("sokoban-again")
         gymnasium.registry.pop(first.gym_id)
     assert [str(w.message) for w in caught] == []  # gymnasium warns when an id is overridden
+
+
+def test_every_id_has_a_step_limit_that_ends_an_endless_episode():
+    import vlm_envs
+    from vlm_envs import registry
+
+    limits = {gymnasium.registry[s.gym_id].max_episode_steps for s in vlm_envs.list_envs()}
+    assert limits == {MAX_EPISODE_STEPS}
+    spec = vlm_envs.register("colors-endless", "toyenvs.colors")
+    try:
+        env = gymnasium.make(spec.gym_id, max_turns=10**9)
+        env.reset(seed=0)
+        steps, terminated, truncated = 0, False, False
+        while not (terminated or truncated) and steps <= MAX_EPISODE_STEPS:
+            *_, terminated, truncated, _ = env.step("no answer")
+            steps += 1
+        assert (steps, terminated, truncated) == (MAX_EPISODE_STEPS, False, True)
+        assert gymnasium.make(spec.gym_id, max_episode_steps=2).spec.max_episode_steps == 2
+    finally:  # the registries are the process's: leave them as they were
+        registry._registered.pop("colors-endless")
+        gymnasium.registry.pop(spec.gym_id)
 
 
 def test_third_party_env_through_gymnasium_make(third_party):

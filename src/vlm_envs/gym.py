@@ -2,7 +2,8 @@
 
 Importing :mod:`vlm_envs` registers the ids (or use ``gymnasium.make("vlm_envs:vlm_envs/Sokoban-v0")``
 without importing first). Actions are response strings; observations are dicts with the text, the
-role and the images as ``uint8`` arrays of shape (H, W, 3); ``step`` returns gymnasium's 5-tuple.
+role and the images as ``uint8`` arrays of shape (H, W, 3); ``step`` returns gymnasium's 5-tuple. Every
+id has a step limit (:data:`MAX_EPISODE_STEPS`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ from vlm_envs.registry import EnvSpec, build_env, list_envs
 MAX_RESPONSE_CHARS = 1 << 20
 #: What every gymnasium id of ours makes: a :class:`GymEnv` of the env it names.
 GYM_ENTRY_POINT = "vlm_envs.gym:GymEnv"
+#: The step limit of every id (gymnasium's ``TimeLimit`` truncates there): a backstop that ends any loop,
+#: above the bundled envs' own turn caps (100 replies or fewer by default); ``gymnasium.make(id,
+#: max_episode_steps=N)`` sets another.
+MAX_EPISODE_STEPS = 1000
 
 
 class TextSpace(spaces.Space[str]):
@@ -118,12 +123,18 @@ def register_gym_env(spec: EnvSpec) -> None:
     """Make ``spec`` reachable through ``gymnasium.make(spec.gym_id)``."""
     kwargs = {"env": spec.name}
     known = gymnasium.registry.get(spec.gym_id)
-    if known is not None and known.entry_point == GYM_ENTRY_POINT and known.kwargs == kwargs:
+    if (
+        known is not None
+        and known.entry_point == GYM_ENTRY_POINT
+        and known.kwargs == kwargs
+        and known.max_episode_steps == MAX_EPISODE_STEPS
+    ):
         return  # already there: the id names our env, whose spec is looked up at make()
     gymnasium.register(
         id=spec.gym_id,
         entry_point=GYM_ENTRY_POINT,
         kwargs=kwargs,
+        max_episode_steps=MAX_EPISODE_STEPS,
         disable_env_checker=True,  # gymnasium's checker expects array observations; ours is check_env
     )
 
