@@ -1,6 +1,7 @@
-"""Every registered env's ``make-dataset`` rows (slime's layout, read as slime's Dataset reads them) play a
-won episode through the slime hook, with the YAML make-dataset wrote as slime's args, within the Sample
-contract. Geo3k's rows are tasks (problem, images, answer; no seed); every other env's name a seed."""
+"""Every registered env's ``vlm-envs make-dataset ENV`` rows (slime's layout, read as slime's Dataset
+reads them) play a won episode through the slime hook, with the YAML make-dataset wrote as slime's args,
+within the Sample contract. Geo3k's rows are tasks (problem, images, answer; no seed); every other
+env's rows name a seed."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from slime.rollout.sglang_rollout import GenerateState
 from slime.utils.types import Sample
 
 from vlm_envs import list_envs
-from vlm_envs.eval.datasets import make_dataset
+from vlm_envs.cli import main
 from vlm_envs.rollout import slime as hook
 
 SEED = 3
@@ -31,8 +32,9 @@ def fresh_state():
 @pytest.mark.parametrize("env", [spec.name for spec in list_envs()])
 def test_every_envs_slime_rows_win_through_the_hook(served, env, tmp_path):
     server, codec = served
-    files = make_dataset(env, 1, tmp_path / f"{env}.parquet", seed=SEED)
-    (row,) = datasets.Dataset.from_parquet(str(files.parquet)).to_list()
+    out = tmp_path / f"{env}.parquet"
+    assert main(["make-dataset", env, "-n", "1", "--seed", str(SEED), "--out", str(out)]) == 0
+    (row,) = datasets.Dataset.from_parquet(str(out)).to_list()
     images = row_images(row)
     sample = Sample(  # as slime's Dataset makes it with apply_chat_template
         index=0,
@@ -45,7 +47,9 @@ def test_every_envs_slime_rows_win_through_the_hook(served, env, tmp_path):
     task = None if seed is not None else sample  # a row without a seed is its own task
     replies = oracle_replies(env, seed, sample=task, **sample.metadata.get("env_config", {}))
     script(server, codec, *replies)
-    args = slime_args(server, rollout_max_response_len=4096, **yaml.safe_load(files.yaml.read_text()))
+    args = slime_args(
+        server, rollout_max_response_len=4096, **yaml.safe_load(out.with_suffix(".yaml").read_text())
+    )
 
     async def one() -> Sample:
         try:

@@ -1,5 +1,6 @@
-"""Every registered env's ``make-dataset --trainer verl`` rows, read by verl's own ``RLHFDataset`` and run
-by verl's own agent-loop worker from the written YAML, play a won episode within the Sample contract."""
+"""Every registered env's ``vlm-envs make-dataset ENV --trainer verl`` rows, read by verl's own
+``RLHFDataset`` and run by verl's own agent-loop worker from the written YAML, play a won episode
+within the Sample contract (Geo3k's failed every episode: its env read a problem from the row)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from verl_support import (
 )
 
 from vlm_envs import list_envs
-from vlm_envs.eval.datasets import make_dataset
+from vlm_envs.cli import main
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.testing import build_tiny_processor
 
@@ -51,10 +52,14 @@ def processor():
 @pytest.mark.parametrize("env", [spec.name for spec in list_envs()])
 def test_every_envs_verl_rows_win_through_verls_worker(env, tmp_path, config, processor, monkeypatch):
     monkeypatch.setattr(agent_loop, "rollout_trace_attr", no_rollout_trace)
-    files = make_dataset(env, 1, tmp_path / f"{env}.parquet", seed=SEED, trainer="verl")
-    for entry in OmegaConf.load(files.yaml):  # as AgentLoopWorker.__init__ loads the YAML
+    out = tmp_path / f"{env}.parquet"
+    assert (
+        main(["make-dataset", env, "-n", "1", "--seed", str(SEED), "--out", str(out), "--trainer", "verl"])
+        == 0
+    )
+    for entry in OmegaConf.load(out.with_suffix(".agent_loop.yaml")):  # as AgentLoopWorker.__init__ does
         monkeypatch.setitem(agent_loop._agent_loop_registry, entry.name, entry)
-    row = RLHFDataset(str(files.parquet), processor.tokenizer, config.data, processor)[0]
+    row = RLHFDataset(str(out), processor.tokenizer, config.data, processor)[0]
     codec = ChatCodec(processor)
     replies = oracle_replies(env, SEED)
     server = ScriptedServerManager(ReplyEngine(codec, replies))
