@@ -7,6 +7,7 @@ import functools
 import multiprocessing
 import signal
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -30,6 +31,7 @@ def _grade_all() -> list[bool]:
 
 
 EXPECTED = [c for _, _, c in CASES]
+SLOW = (r"\frac{(x+1)^{60}}{(x-1)^{60}}", r"\frac{(x+2)^{60}}{(x-2)^{60}}")  # ~4 s of sympy
 
 
 def test_eight_threads_and_asyncio_at_once() -> None:
@@ -45,17 +47,15 @@ def test_eight_threads_and_asyncio_at_once() -> None:
 
 
 def test_event_loop_stays_responsive_while_grading() -> None:
-    slow = (r"\frac{(x+1)^{60}}{(x-1)^{60}}", r"\frac{(x+2)^{60}}{(x-2)^{60}}")  # ~4 s of sympy
-
     async def main() -> tuple[int, Verdict]:
         ticks = 0
-        task = asyncio.ensure_future(agrade(*slow, timeout=1.0))
+        task = asyncio.ensure_future(agrade(*SLOW, timeout=1.0))
         while not task.done():
             ticks += 1
             await asyncio.sleep(0.01)
         return ticks, await task
 
-    assert grade("1", "1").correct  # workers up
+    assert grade("4.24", r"3\sqrt{2}").correct  # workers up
     ticks, verdict = asyncio.run(main())
     assert verdict.reason == TIMEOUT
     assert ticks > 20  # the loop kept running (about 100 ticks) while a worker was busy for 1 s
@@ -82,3 +82,34 @@ def test_works_in_processes_started_by_fork_and_spawn(method: str) -> None:
         verdicts = child.starmap(grade, [(p, g) for p, g, _ in CASES])
     assert [v.correct for v in verdicts] == EXPECTED
     assert _grade_all() == EXPECTED  # the children did not disturb the parent's workers
+
+
+def test_eight_slow_answers_in_flight_do_not_starve_an_innocent_one() -> None:
+    """Issue #33: with 8 slow answers in flight an innocent one waited 16.9 s for a worker."""
+    assert grade("4.24", r"3\sqrt{2}").correct  # workers up
+    slow = [threading.Thread(target=grade, args=SLOW, kwargs={"timeout": 3.0}) for _ in range(8)]
+    for thread in slow:
+        thread.start()
+    time.sleep(0.5)
+    start = time.monotonic()
+    verdict = grade("4.24", r"3\sqrt{2}")
+    elapsed = time.monotonic() - start
+    for thread in slow:
+        thread.join()
+    assert verdict.correct, verdict
+    assert elapsed < 1.0  # about 0.1 s; it waited for the slow ones' 3 s limits before
+
+
+@pytest.mark.parametrize("bad", [float("inf"), 1e19, float("nan"), 0.0, -1.0, 61.0, True])
+def test_a_bad_timeout_is_refused_and_the_next_verdict_is_its_own(bad: float) -> None:
+    """Issue #33: ``timeout`` 1e19 or inf raised OverflowError, and ``grade('1', '2')`` then returned the
+    previous answer's verdict for the rest of the process."""
+    with pytest.raises(ValueError, match="seconds"):
+        grade(r"\frac{1}{2}", "0.5", timeout=bad)
+    with pytest.raises(ValueError, match="seconds"):
+        asyncio.run(agrade(r"\frac{1}{2}", "0.5", timeout=bad))
+    with pytest.raises(ValueError, match="seconds"):
+        configure(timeout=bad)
+    assert not grade(r"\frac{1}{3}", "0.5").correct
+    assert grade(r"\frac{1}{2}", "0.5").correct
+    assert not grade(r"\sqrt{2}", "2").correct

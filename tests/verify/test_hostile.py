@@ -6,9 +6,28 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sympy.parsing.sympy_parser import parse_expr
 
-from vlm_envs.verify import DEFAULT_TIMEOUT, REASONS, TIMEOUT, grade, grade_local
+from vlm_envs.verify import (
+    CHOICE_LETTER,
+    DEFAULT_TIMEOUT,
+    EMPTY,
+    REASONS,
+    ROUNDED_MATCH,
+    TIMEOUT,
+    TOO_COMPLEX,
+    TOO_LONG,
+    UNPARSEABLE,
+    bounded,
+    compare,
+    grade,
+    grade_local,
+    shutdown,
+)
+from vlm_envs.verify.normalize import normalize_answer
+from vlm_envs.verify.quick import quick_verdict
 
 HOSTILE = {
     "tower": r"9^{9^{9^{9}}}",
@@ -44,7 +63,7 @@ HOSTILE = {
 @pytest.fixture(scope="module", autouse=True)
 def warm_pool() -> None:
     """Start the workers before timing anything: start-up is not part of a call's limit."""
-    assert grade("1", "1").correct
+    assert grade("4.24", r"3\sqrt{2}").correct  # needs a worker ("1" against "1" needs none)
 
 
 @pytest.mark.parametrize("answer", HOSTILE.values(), ids=HOSTILE.keys())
@@ -92,3 +111,39 @@ def test_model_text_never_runs_as_code(payload: str, tmp_path: Path) -> None:
     for verdict in (grade(text, "0"), grade_local(text, "0"), grade("0", text), grade_local(text, text)):
         assert not verdict.correct, verdict
     assert not marker.exists()
+
+
+NO_PARSER_NEEDED = {
+    "NaN": ("NaN", UNPARSEABLE),
+    "a word": ("infinity", UNPARSEABLE),
+    "open nesting": ("((1+1+" * 60, UNPARSEABLE),
+    "tower": (r"9^{9^{9^{9}}}", TOO_COMPLEX),
+    "cut box": ("9" * 4097, TOO_LONG),
+    "megabytes": ("9" * 5_000_000, TOO_LONG),
+    "letter": ("B", CHOICE_LETTER),
+    "empty box": (r"\boxed{}", EMPTY),
+    "decimals": ("7.04", ROUNDED_MATCH),
+}
+
+
+@pytest.mark.parametrize(("answer", "reason"), NO_PARSER_NEEDED.values(), ids=NO_PARSER_NEEDED.keys())
+def test_answers_needing_no_parser_are_graded_without_a_worker(answer: str, reason: str) -> None:
+    """Issue #33: ``\\boxed{NaN}`` waited 3.4 s for the grading processes to start; it needs none."""
+    shutdown()
+    verdict = grade(answer, "7.0")
+    assert verdict.reason == reason
+    assert bounded._pool is None
+
+
+decimal = st.from_regex(r"-?\d{1,6}(\.\d{1,6})?", fullmatch=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(decimal, decimal)
+def test_two_plain_numbers_get_the_verdict_the_parser_gives(prediction: str, truth: str) -> None:
+    """The in-caller comparison of plain numbers agrees with math-verify's parse and the sympy values."""
+    pred, label = normalize_answer(prediction), normalize_answer(truth)
+    quick = quick_verdict(pred, label)
+    assert quick is not None
+    parsed = compare._compare(pred, compare._parse(pred.text), label, compare._parse(label.text))
+    assert (quick.correct, quick.reason) == parsed
