@@ -29,11 +29,15 @@ def fresh_state():
     GenerateState.forget()
 
 
-@pytest.mark.parametrize("env", [spec.name for spec in list_envs()])
-def test_every_envs_slime_rows_win_through_the_hook(served, env, tmp_path):
+#: Every env's default rows; and Geo3k with a config, whose rows are seeded episodes, not tasks.
+CASES = [(spec.name, []) for spec in list_envs()] + [("geo3k", ["--config", "max_turns=4"])]
+
+
+@pytest.mark.parametrize(("env", "options"), CASES)
+def test_every_envs_slime_rows_win_through_the_hook(served, env, options, tmp_path):
     server, codec = served
     out = tmp_path / f"{env}.parquet"
-    assert main(["make-dataset", env, "-n", "1", "--seed", str(SEED), "--out", str(out)]) == 0
+    assert main(["make-dataset", env, "-n", "1", "--seed", str(SEED), "--out", str(out), *options]) == 0
     (row,) = datasets.Dataset.from_parquet(str(out)).to_list()
     images = row_images(row)
     sample = Sample(  # as slime's Dataset makes it with apply_chat_template
