@@ -2,9 +2,11 @@
 (``--trainer verl``: verl's layout, see :mod:`vlm_envs.eval.verl_dataset`; ``--trainer trl``: TRL's,
 and a training script, see :mod:`vlm_envs.eval.trl_dataset`).
 
-Geo3k rows come from :mod:`vlm_envs.data.geo3k` (procedural problems, the answer as label). Any
-other env gets one row per seed: its first observation as the prompt, its images, and metadata
-naming the env, the seed and the env config, which is all the slime hook needs to replay it.
+Geo3k rows come from :mod:`vlm_envs.data.geo3k` (procedural problems, the answer as label): task
+rows, without a seed, whose env the hook builds from the sample. Any other env (and Geo3k with a
+config) gets one row per seed: its first observation as the prompt, its images, and metadata naming
+the env, the seed and the env config, which is all the slime hook needs to replay it (a row with a
+seed builds its env from these alone: :mod:`vlm_envs.rollout.rows`).
 Columns: ``problem``, ``images``, ``answer``, ``metadata`` (slime's geo3k example layout).
 
 Rows are built by seed range (:class:`RowSpec`) and gathered in seed order by a runner: this process

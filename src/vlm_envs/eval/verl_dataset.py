@@ -3,10 +3,11 @@
 Rows follow verl's ``RLHFDataset`` layout: ``prompt`` (chat messages; ``<image>`` where each image
 goes), ``images``, ``data_source`` (the env), ``agent_name`` (``vlm_envs``: our agent loop plays the
 row) and ``extra_info`` (``env``, ``seed``, ``index`` and, where given, ``env_config`` and
-``max_turns``: all the loop needs to replay the episode). The prompt is the env's own first
-observation. verl's ``data.filter_overlong_prompts`` stays off (with images it needs
-``qwen_vl_utils`` and ``torchvision``, which verl does not install): the loop itself fails a row
-whose prompt exceeds ``rollout.prompt_length``.
+``max_turns``: all the loop needs to replay the episode; a row with a seed builds its env from these
+alone, see :mod:`vlm_envs.rollout.rows`). The prompt is the env's own first observation. verl's
+``data.filter_overlong_prompts`` stays off (with images it needs ``qwen_vl_utils`` and
+``torchvision``, which verl does not install): the loop itself fails a row whose prompt exceeds
+``rollout.prompt_length``.
 """
 
 from __future__ import annotations
