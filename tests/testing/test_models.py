@@ -142,3 +142,39 @@ def test_a_saved_tiny_processor_loads_offline_as_the_same_processor(family: str,
     assert a["input_ids"].tolist() == b["input_ids"].tolist()
     assert torch.equal(a["pixel_values"], b["pixel_values"])
     assert a["image_grid_thw"].tolist() == b["image_grid_thw"].tolist()
+
+
+def test_head_dim_sets_the_heads_and_the_default_is_unchanged() -> None:
+    from vlm_envs.testing import TinySize, build_tiny_qwen2_vl, build_tiny_qwen3_vl
+
+    processor = build_tiny_processor()
+    default = build_tiny_qwen2_vl(processor).config.text_config
+    assert (default.num_attention_heads, default.rope_parameters["mrope_section"]) == (4, [2, 3, 3])
+    wide = build_tiny_qwen2_vl(processor, size=TinySize(head_dim=32)).config.text_config
+    assert (wide.num_attention_heads, wide.rope_parameters["mrope_section"]) == (2, [4, 6, 6])
+    qwen3 = build_tiny_qwen3_vl(
+        build_tiny_processor("qwen3_vl"), size=TinySize(head_dim=32)
+    ).config.text_config
+    assert (qwen3.num_attention_heads, qwen3.head_dim) == (2, 32)
+    with pytest.raises(ValueError, match="head_dim"):
+        TinySize(head_dim=24)  # does not divide hidden 64
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl", "qwen3_vl"])
+def test_a_saved_tiny_model_loads_as_the_model_built_in_code(family: str, tmp_path) -> None:
+    from transformers import AutoModelForImageTextToText
+
+    from vlm_envs.eval.processors import load_processor
+    from vlm_envs.testing import TinySize, build_tiny_qwen2_vl, build_tiny_qwen3_vl, save_tiny_model
+
+    size = TinySize(head_dim=32)
+    folder = save_tiny_model(tmp_path / "model", family, size, seed=5)
+    assert (folder / "video_preprocessor_config.json").exists()  # engines that build the full processor
+    loaded = AutoModelForImageTextToText.from_pretrained(folder).eval()
+    build = build_tiny_qwen2_vl if family == "qwen2_vl" else build_tiny_qwen3_vl
+    built = build(build_tiny_processor(family), seed=5, size=size)
+    assert loaded.state_dict().keys() == built.state_dict().keys()
+    assert all(torch.equal(loaded.state_dict()[k], v) for k, v in built.state_dict().items())
+    assert type(load_processor(str(folder))).__name__ == type(
+        build_tiny_processor(family)
+    ).__name__.removeprefix("Tiny")
