@@ -17,7 +17,8 @@ Prints three tables:
 With ``--vllm``, a fourth table: the caller's CPU per turn of greedy Sokoban episodes played one at a
 time with :class:`VLLMEngine` against a real vLLM on the CPU (:mod:`vlm_envs.testing.vllm_cpu`, the
 tiny Qwen2-VL of ``save_tiny_model``), next to :class:`SGLangEngine` against the SGLang stand-in in a
-child process: the client's own cost (request, reply parsing and checks, encoding), not the engine's.
+child process serving the same weights (so the same replies): the client's own cost (request, reply
+parsing and checks, encoding, env steps), not the engine's.
 
 Run: ``.venv/bin/python benchmarks/rollout_overhead.py`` (about a minute and a half on 2 cores; with
 ``--vllm`` add vLLM's start, 1-4 minutes, and its venv's build the first time).
@@ -305,7 +306,7 @@ def engine_table(episodes: int, turns: int) -> list[str]:
         vllm = caller_cpu_per_turn(
             VLLMEngine(server.url, image_token_id=codec.image_token_id), codec, episodes, turns
         )
-    with ServerProcess() as stand_in:
+    with ServerProcess(model_dir=str(folder / "model")) as stand_in:  # the same weights: the same replies
         sglang = caller_cpu_per_turn(SGLangEngine(stand_in.url), codec, episodes, turns)
     return [
         "| engine client | server | turns | caller CPU ms per turn |",

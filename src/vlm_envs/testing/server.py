@@ -235,11 +235,15 @@ class ServerProcess:
     """The test server in a child process (``python -m vlm_envs.testing``).
 
     The child builds the same tiny processor and model from ``family`` and ``seed`` (building is
-    deterministic), so its outputs can be checked against an in-process copy.
+    deterministic), so its outputs can be checked against an in-process copy; or it loads them from
+    ``model_dir`` (a :func:`~vlm_envs.testing.save_tiny_model` folder, as a real engine would).
     """
 
-    def __init__(self, family: str = "qwen2_vl", seed: int = 0, timeout: float = 120.0) -> None:
+    def __init__(
+        self, family: str = "qwen2_vl", seed: int = 0, timeout: float = 120.0, model_dir: str | None = None
+    ) -> None:
         cmd = [sys.executable, "-m", "vlm_envs.testing", "--family", family, "--seed", str(seed)]
+        cmd += ["--model", model_dir] if model_dir is not None else []
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
         self._ready_line = ""
         reader = threading.Thread(target=self._read_ready, daemon=True)
@@ -288,10 +292,18 @@ def stop_process(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
             proc.wait()
 
 
-def build_test_engine(family: str = "qwen2_vl", seed: int = 0) -> TinyEngine:
-    """The tiny processor and model of ``family`` behind a :class:`TinyEngine`."""
+def build_test_engine(family: str = "qwen2_vl", seed: int = 0, model_dir: str | None = None) -> TinyEngine:
+    """The tiny processor and model of ``family`` behind a :class:`TinyEngine`, or those saved in
+    ``model_dir``."""
     from vlm_envs.testing.models import build_tiny_processor, build_tiny_qwen2_vl, build_tiny_qwen3_vl
 
+    if model_dir is not None:
+        from transformers import AutoModelForImageTextToText
+
+        from vlm_envs.eval.processors import load_processor
+
+        model = AutoModelForImageTextToText.from_pretrained(model_dir).eval()
+        return TinyEngine(model, load_processor(model_dir), seed=seed)
     processor = build_tiny_processor(family)
     build = build_tiny_qwen2_vl if family == "qwen2_vl" else build_tiny_qwen3_vl
     return TinyEngine(build(processor, seed=seed), processor, seed=seed)
@@ -312,10 +324,11 @@ def main(argv: list[str] | None = None) -> None:
         "--family", default="qwen2_vl", choices=["qwen2_vl", "qwen3_vl"], help="model and processor family"
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights (default 0)")
+    parser.add_argument("--model", help="serve the model and processor saved in this folder instead")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default 0: a free one)")
     args = parser.parse_args(argv)
-    server = SGLangTestServer(build_test_engine(args.family, args.seed), args.host, args.port)
+    server = SGLangTestServer(build_test_engine(args.family, args.seed, args.model), args.host, args.port)
     server.start()
     print(f"READY {server.url}", flush=True)
     threading.Event().wait()
