@@ -2,8 +2,9 @@
 
 Prints median / p99 latency and calls/s for: plain math-verify parse+verify in-process (the baseline,
 what the reference graders run), ``grade_local`` in-process, and ``grade`` / ``agrade`` through the
-worker pool from one caller, from 8 threads, and from asyncio. Each row grades its own corpus of the
-same shape (values drawn afresh, so no row profits from another's caches) after a common warm-up.
+worker pool from one caller, from 8 threads, from asyncio, and from one caller while 8 threads keep
+slow answers (each killed at a 3 s limit) in flight. Each row grades its own corpus of the same shape
+(values drawn afresh, so no row profits from another's caches) after a common warm-up.
 Run: ``.venv/bin/python benchmarks/verify_speed.py [--n 400] [--workers 2]``.
 """
 
@@ -13,6 +14,7 @@ import argparse
 import asyncio
 import os
 import statistics
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -90,6 +92,30 @@ def asynchronous(pairs: list[tuple[str, str]], in_flight: int) -> tuple[list[flo
     return times, time.perf_counter() - start
 
 
+#: An answer sympy needs about 4 s for; graded with a 3 s limit it holds a worker until it is killed.
+SLOW = (r"\frac{(x+1)^{60}}{(x-1)^{60}}", r"\frac{(x+2)^{60}}{(x-2)^{60}}")
+
+
+def behind_slow(pairs: list[tuple[str, str]], slow: int) -> tuple[list[float], float]:
+    """One caller's latencies while ``slow`` threads keep a slow answer each in flight."""
+    done = threading.Event()
+
+    def keep_busy() -> None:
+        while not done.is_set():
+            grade(*SLOW, timeout=3.0)
+
+    busy = [threading.Thread(target=keep_busy) for _ in range(slow)]
+    for thread in busy:
+        thread.start()
+    time.sleep(0.5)
+    try:
+        return latencies(grade, pairs)
+    finally:
+        done.set()
+        for thread in busy:
+            thread.join()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=400, help="calls per row")
@@ -106,6 +132,7 @@ def main() -> None:
         ("grade, pool, 1 caller", lambda p: latencies(grade, p)),
         ("grade, pool, 8 threads", lambda p: threaded(p, 8)),
         ("agrade, pool, asyncio, 16 in flight", lambda p: asynchronous(p, 16)),
+        ("grade, pool, 1 caller, 8 slow answers in flight", lambda p: behind_slow(p, 8)),
     ]
     print(f"{args.n} calls per row, {args.workers} pool workers, {os.cpu_count()} CPUs")
     print(f"| {'checker':<48} | median ms | p99 ms | calls/s |")

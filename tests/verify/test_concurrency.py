@@ -97,7 +97,7 @@ def test_eight_slow_answers_in_flight_do_not_starve_an_innocent_one() -> None:
     for thread in slow:
         thread.join()
     assert verdict.correct, verdict
-    assert elapsed < 1.0  # about 0.1 s; it waited for the slow ones' 3 s limits before
+    assert elapsed < 2.0  # 0.1-0.6 s on 2 busy cores; 31 s before (it queued behind the 3 s limits)
 
 
 @pytest.mark.parametrize("bad", [float("inf"), 1e19, float("nan"), 0.0, -1.0, 61.0, True])

@@ -315,8 +315,8 @@ class WorkerPool:
 
     def _acquire(self, deadline: float) -> _Worker:
         """An idle worker; else a new one (at once while fewer than ``size`` run, after ``GROW_AFTER``
-        seconds of waiting while fewer than ``max_size`` run); else the next one released before
-        ``deadline``."""
+        seconds of waiting while fewer than ``max_size`` run and no other is being forked); else the
+        next one released before ``deadline``."""
         grow_at = time.monotonic() + GROW_AFTER
         while True:
             with self._lock:
@@ -324,9 +324,10 @@ class WorkerPool:
                     return self._idle.pop()
                 zygote, generation = self._zygote, self._generation
                 running = len(self._all) + self._forking
-                fork = zygote is not None and (
-                    running < self.size or (running < self.max_size and time.monotonic() >= grow_at)
-                )
+                # past ``size``, one fork at a time: a burst of quick calls frees workers faster than
+                # the zygote forks new ones
+                grow = running < self.max_size and not self._forking and time.monotonic() >= grow_at
+                fork = zygote is not None and (running < self.size or grow)
                 slot = None
                 if fork:
                     self._forking += 1
@@ -339,7 +340,8 @@ class WorkerPool:
             if slot is None:
                 return self._fork(zygote, generation)
             now = time.monotonic()
-            until = grow_at if now < grow_at and running < self.max_size else deadline
+            # while it may grow, the pool looks again after GROW_AFTER (another fork may have ended)
+            until = max(grow_at, now + GROW_AFTER) if running < self.max_size else deadline
             if not slot.ready.wait(max(0.0, min(until, deadline) - now)):
                 with self._lock:
                     if slot.worker is None:
