@@ -28,8 +28,8 @@ test: lint
 # --resume makes a second `make demo` reuse the finished episodes instead of refusing the folders.
 DEMO_N ?= 32
 demo: install
-	$(BIN)/vlm-envs eval sokoban --policy solver -n $(DEMO_N) --out runs/demo-sokoban --resume
-	$(BIN)/vlm-envs eval geo3k --policy reference -n $(DEMO_N) --out runs/demo-geo3k --resume
+	$(BIN)/vlm-envs eval sokoban --policy oracle -n $(DEMO_N) --out runs/demo-sokoban --resume
+	$(BIN)/vlm-envs eval geo3k --policy oracle -n $(DEMO_N) --out runs/demo-geo3k --resume
 	@echo "HTML reports (open in a browser):"
 	@echo "  $(CURDIR)/runs/demo-sokoban/index.html"
 	@echo "  $(CURDIR)/runs/demo-geo3k/index.html"

@@ -4,6 +4,8 @@ for every request it cannot honour."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,32 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> bool:
         return False
+
+
+WITHOUT_TORCH = """
+import importlib.abc, sys
+
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "transformers"):
+            raise ModuleNotFoundError(f"No module named {name!r}")
+        return None
+
+sys.meta_path.insert(0, Refuse())
+from vlm_envs.cli import main
+sys.exit(main(["make-sft", "sokoban", "-n", "1", "--out", sys.argv[1]]))
+"""
+
+
+def test_the_core_install_is_told_which_extras_make_sft_needs(tmp_path: Path) -> None:
+    """Without torch (the core install), make-sft is one line naming the extras and exit 2."""
+    child = subprocess.run(
+        [sys.executable, "-c", WITHOUT_TORCH, str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == 2, child.stderr
+    (line,) = child.stderr.strip().splitlines()
+    assert "make-sft needs the rollout and data extras" in line and "vlm-envs[rollout,data]" in line
+    assert not (tmp_path / "out").exists()

@@ -48,8 +48,14 @@ def add(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Write SFT demonstrations (oracle play or an eval run's episodes) and say how to train on them."""
     from vlm_envs.eval.runner import one_line
-    from vlm_envs.sft import FormatError, OracleSource, RunSource, SftError, make_sft
-    from vlm_envs.sft.command import summary
+
+    try:
+        from vlm_envs.sft import FormatError, OracleSource, RunSource, SftError, make_sft
+        from vlm_envs.sft.command import summary
+    except ImportError as err:  # the core install: demonstrations are rendered by the model's template
+        raise UsageError(
+            f"make-sft needs the rollout and data extras (pip install 'vlm-envs[rollout,data]'): {err}"
+        ) from err
 
     if args.from_run is not None and (args.env or args.config or args.rationale):
         raise UsageError("--from replays a run's own env and replies: give no ENV, --config or --rationale")
