@@ -20,15 +20,15 @@ from vlm_envs.testing.vllm_cpu import VLLMServer, VLLMUnavailable
 SIZE = TinySize(head_dim=32)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny Qwen2-VL with its processor, saved where vLLM and transformers load it offline."""
     return save_tiny_model(tmp_path_factory.mktemp("tiny-qwen2-vl"), "qwen2_vl", SIZE, seed=0)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def vllm_url(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A vLLM server on 127.0.0.1 serving :func:`model_dir`, up for the whole session."""
+    """A vLLM server on 127.0.0.1 serving :func:`model_dir`, up until the tier's last test has run."""
     server = VLLMServer(model_dir, tmp_path_factory.mktemp("vllm") / "server.log")
     try:
         server.start()
