@@ -94,6 +94,17 @@ def test_user_images_are_picked_by_seed_from_the_sorted_listing(tmp_path):
         build_env(TARGET, image_dir=str(tmp_path / "empty"))
 
 
+def test_an_unreadable_image_dir_or_image_is_a_value_error(tmp_path):
+    with pytest.raises(ValueError, match="cannot be read: File name too long"):
+        build_env(TARGET, image_dir="9" * 5000)
+    (tmp_path / "broken.png").write_bytes(b"not a png")
+    env = build_env(TARGET, image_dir=str(tmp_path))
+    with pytest.raises(ValueError, match=r"the image 'broken\.png' in image_dir cannot be read"):
+        env.reset(seed=0)
+    with pytest.raises(ValueError, match="cannot be read"):
+        build_env(TARGET).reset(seed=0, options={"image_dir": "/" + "x" * 300})
+
+
 def test_views_numbers_and_text_grid():
     env = build_env(TARGET, render_mode="vision+text", n=3, image_size=300)
     obs, info = env.reset(seed=2)

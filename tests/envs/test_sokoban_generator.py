@@ -8,7 +8,7 @@ import pytest
 
 from vlm_envs.envs.sokoban import Difficulty, generate_level
 from vlm_envs.envs.sokoban.board import is_solved, replay, to_ascii
-from vlm_envs.envs.sokoban.generator import GenerationError
+from vlm_envs.envs.sokoban.generator import MAX_SEARCH_WORK, GenerationError, node_cost
 from vlm_envs.envs.sokoban.solver import Solver
 
 SWEEP = [(5, 5, 1), (6, 6, 1), (6, 6, 2), (7, 9, 2), (8, 8, 3), (10, 10, 3)]
@@ -36,6 +36,26 @@ def test_move_range_is_honoured():
     assert all(15 <= n <= 22 for n in lengths)
 
 
+def test_the_search_of_one_level_is_bounded_and_an_unmeetable_difficulty_is_a_value_error(monkeypatch):
+    """Unbounded, this difficulty cost 18 s (and a 64x64 board with 10 boxes 4 minutes) of solving."""
+    spent = []
+    solve = Solver.solve
+
+    def counted(self, *args, **kwargs):
+        result = solve(self, *args, **kwargs)
+        spent.append(result.nodes)
+        return result
+
+    monkeypatch.setattr(Solver, "solve", counted)
+    spec = Difficulty(rows=12, cols=12, num_boxes=6, min_moves=40)
+    level = generate_level(spec, 0)
+    assert is_solved(level.layout, replay(level.layout, level.state, level.solution))
+    cost = node_cost(12, 12, 6)
+    assert sum(spent) * cost <= MAX_SEARCH_WORK + cost * len(spent)  # each solve may pass by one node
+    assert not level.optimal_exact  # too big to search exactly within the budget: an upper bound
+    assert issubclass(GenerationError, ValueError)  # a difficulty no level meets is a config error
+
+
 def test_impossible_range_raises_a_clear_error():
     spec = Difficulty(rows=5, cols=5, num_boxes=1, min_moves=400, max_attempts=3)
     with pytest.raises(GenerationError, match="widen the move range"):
@@ -51,6 +71,7 @@ def test_impossible_range_raises_a_clear_error():
         {"min_moves": 9, "max_moves": 3},
         {"rows": 65},
         {"cols": 10**9},
+        {"rows": 64, "cols": 64, "num_boxes": 13},
     ],
 )
 def test_bad_difficulty_is_rejected(kwargs):

@@ -57,15 +57,22 @@ def drawn_picture(size: int, rng: np.random.Generator) -> Image.Image:
 def image_files(image_dir: str) -> list[Path]:
     """The image files of ``image_dir``, sorted by name (the seed picks from this list)."""
     folder = Path(image_dir)
-    if not folder.is_dir():
-        raise ValueError(f"image_dir {image_dir!r} is not a folder")
-    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    try:
+        if not folder.is_dir():
+            raise ValueError(f"image_dir {image_dir!r:.200} is not a folder")
+        files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    except OSError as err:  # unreadable, or a name the system refuses (too long)
+        raise ValueError(f"image_dir {image_dir!r:.200} cannot be read: {err.strerror}") from None
     if not files:
-        raise ValueError(f"image_dir {image_dir!r} holds no image files ({', '.join(IMAGE_SUFFIXES)})")
+        raise ValueError(f"image_dir {image_dir!r:.200} holds no image files ({', '.join(IMAGE_SUFFIXES)})")
     return files
 
 
 def user_picture(path: Path, size: int) -> Image.Image:
-    """The user's image cropped to its central square and resized to ``size``."""
-    with Image.open(path) as im:
-        return ImageOps.fit(im.convert("RGB"), (size, size), Image.Resampling.LANCZOS)
+    """The user's image cropped to its central square and resized to ``size``; ``ValueError`` when the
+    file is not an image Pillow reads."""
+    try:
+        with Image.open(path) as im:
+            return ImageOps.fit(im.convert("RGB"), (size, size), Image.Resampling.LANCZOS)
+    except OSError as err:  # Pillow's UnidentifiedImageError and truncated files are OSErrors
+        raise ValueError(f"the image {path.name!r} in image_dir cannot be read: {err}") from None

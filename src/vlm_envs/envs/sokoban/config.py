@@ -22,7 +22,7 @@ from vlm_envs.envs.config import (
     TurnCap,
 )
 from vlm_envs.envs.sokoban.board import Layout, State, from_slime_grid, parse_level
-from vlm_envs.envs.sokoban.generator import MAX_GRID_SIDE, Difficulty
+from vlm_envs.envs.sokoban.generator import MAX_BOXES, Difficulty
 from vlm_envs.envs.sokoban.render import DEFAULT_CELL_SIZE
 from vlm_envs.protocol import SEED_LIMIT
 
@@ -35,7 +35,7 @@ class SokobanConfig(EnvConfig):
     """Everything that defines a Sokoban episode besides the seed."""
 
     grid_size: tuple[int, int] = (6, 6)
-    num_boxes: int = Field(1, ge=1, le=MAX_GRID_SIDE**2)
+    num_boxes: int = Field(1, ge=1, le=MAX_BOXES)
     wall_fraction: float = Field(0.2, ge=0.0, lt=1.0)
     min_moves: EpisodeActions | None = None
     max_moves: EpisodeActions | None = None

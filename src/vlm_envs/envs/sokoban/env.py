@@ -40,7 +40,7 @@ from vlm_envs.envs.sokoban.board import (
     to_ascii,
 )
 from vlm_envs.envs.sokoban.config import SokobanConfig
-from vlm_envs.envs.sokoban.generator import generate_level
+from vlm_envs.envs.sokoban.generator import MAX_SEARCH_WORK, generate_level, node_cost
 from vlm_envs.envs.sokoban.render import Renderer, renderer
 from vlm_envs.envs.sokoban.solver import Solver
 from vlm_envs.protocol import Observation, StepInfo
@@ -53,7 +53,9 @@ _VISUAL_LEGEND = (
 
 @functools.lru_cache(maxsize=1024)
 def _solve_given(layout: Layout, state: State, max_nodes: int) -> tuple[str | None, bool]:
-    """Optimal solution of a given level within a node budget (deterministic), cached per level."""
+    """Optimal solution of a given level within a node budget (deterministic, at most the generator's
+    search budget), cached per level."""
+    max_nodes = min(max_nodes, MAX_SEARCH_WORK // node_cost(layout.rows, layout.cols, len(state.boxes)))
     result = Solver(layout).solve(state, max_nodes=max_nodes)
     return result.moves, result.moves is not None
 

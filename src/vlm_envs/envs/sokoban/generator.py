@@ -17,7 +17,7 @@ import dataclasses
 import numpy as np
 
 from vlm_envs.envs.sokoban.board import MOVES, Layout, State, is_solved, replay
-from vlm_envs.envs.sokoban.solver import Solver
+from vlm_envs.envs.sokoban.solver import Solver, SolveResult
 
 _OPPOSITE = (1, 0, 3, 2)
 _TURN_PROBABILITY = 0.35
@@ -27,6 +27,19 @@ _BOUND_WEIGHT = 3.0
 #: The most cells a generated grid has a side (border wall included): levels people solve stay near
 #: 20, and a grid's memory and generation time grow with its area.
 MAX_GRID_SIDE = 64
+#: The most boxes a generated level holds: Boxoban's levels have 4; generation work grows with their
+#: square.
+MAX_BOXES = 12
+#: The most work one level may cost, in units of about a microsecond: a solver node costs its walk over the
+#: board (one unit a cell) and its pushes (50 units per box squared), a step of an attempt's reverse walk
+#: one unit per box. The levels people play cost far less (10x10 boards: 1.5M with 3 boxes, 10M with 4);
+#: unbounded, a 64x64 board with 10 boxes took 4 minutes.
+MAX_SEARCH_WORK = 10_000_000
+
+
+def node_cost(rows: int, cols: int, boxes: int) -> int:
+    """Work units of one solver node on a ``rows`` x ``cols`` board with ``boxes`` boxes."""
+    return rows * cols + 50 * boxes * boxes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +58,8 @@ class Difficulty:
     def __post_init__(self) -> None:
         if max(self.rows, self.cols) > MAX_GRID_SIDE:
             raise ValueError(f"a grid has at most {MAX_GRID_SIDE} cells a side, got {self.rows}x{self.cols}")
+        if self.num_boxes > MAX_BOXES:
+            raise ValueError(f"a generated level has at most {MAX_BOXES} boxes, got {self.num_boxes}")
         interior = (self.rows - 2) * (self.cols - 2)
         if self.rows < 3 or self.cols < 3 or interior < self.num_boxes + 2 or self.num_boxes < 1:
             raise ValueError(
@@ -70,8 +85,25 @@ class GeneratedLevel:
     attempt: int
 
 
-class GenerationError(RuntimeError):
-    """No level met the difficulty within ``max_attempts``."""
+class GenerationError(ValueError):
+    """No level met the difficulty within ``max_attempts`` and the search budget: the difficulty asked
+    for cannot be met (a config error)."""
+
+
+@dataclasses.dataclass
+class _Budget:
+    """Work units left for one level (:data:`MAX_SEARCH_WORK`); ``node`` is what a solver node costs."""
+
+    units: int
+    node: int
+
+    def charge(self, units: int) -> None:
+        self.units -= units
+
+    def solve(self, solver: Solver, start: State, max_nodes: int, weight: float = 1.0) -> SolveResult:
+        result = solver.solve(start, max_nodes=min(max_nodes, max(self.units // self.node, 0)), weight=weight)
+        self.charge(result.nodes * self.node)
+        return result
 
 
 def carve_room(spec: Difficulty, rng: np.random.Generator) -> bytes:
@@ -164,7 +196,7 @@ def _in_range(spec: Difficulty, moves: int) -> bool:
     )
 
 
-def _attempt(spec: Difficulty, seed: int, attempt: int) -> GeneratedLevel | None:
+def _attempt(spec: Difficulty, seed: int, attempt: int, budget: _Budget) -> GeneratedLevel | None:
     rng = np.random.default_rng([seed % (1 << 64), attempt])
     walls = carve_room(spec, rng)
     floor = [i for i, w in enumerate(walls) if not w]
@@ -173,6 +205,7 @@ def _attempt(spec: Difficulty, seed: int, attempt: int) -> GeneratedLevel | None
     layout = Layout(spec.rows, spec.cols, walls, frozenset(targets))
     solver = Solver(layout)
     steps = 4 * len(floor) * spec.num_boxes + (3 * spec.max_moves if spec.max_moves else 0)
+    budget.charge(steps * spec.num_boxes)
     picked = _pick(
         spec, solver, layout, _reverse_walk(layout, State(floor[int(chosen[-1])], targets), steps, rng)
     )
@@ -183,12 +216,12 @@ def _attempt(spec: Difficulty, seed: int, attempt: int) -> GeneratedLevel | None
     region = sorted(solver.walk(state.player, sum(1 << b for b in state.boxes)))
     start = State(region[int(rng.integers(0, len(region)))], state.boxes)
     bound = solver.walk_path(start.player, state.player, sum(1 << b for b in state.boxes)) + bound
-    result = solver.solve(start, max_nodes=spec.solver_max_nodes)
+    result = budget.solve(solver, start, spec.solver_max_nodes)
     if result.moves is not None:
         solution, exact = result.moves, True
     elif not result.complete and is_solved(layout, replay(layout, start, bound)):
         # Too big to search exactly: keep the shorter of the reversed play and a weighted-A* solution.
-        greedy = solver.solve(start, max_nodes=spec.solver_max_nodes, weight=_BOUND_WEIGHT).moves
+        greedy = budget.solve(solver, start, spec.solver_max_nodes, weight=_BOUND_WEIGHT).moves
         solution, exact = min(bound, greedy or bound, key=len), False
     else:
         return None
@@ -198,13 +231,17 @@ def _attempt(spec: Difficulty, seed: int, attempt: int) -> GeneratedLevel | None
 
 
 def generate_level(spec: Difficulty, seed: int) -> GeneratedLevel:
-    """The level for ``seed``: the first attempt (0, 1, ...) that meets ``spec``; same seed, same level."""
+    """The level for ``seed``: the first attempt (0, 1, ...) that meets ``spec`` within the search budget
+    (:data:`MAX_SEARCH_WORK`); same seed, same level."""
+    budget = _Budget(MAX_SEARCH_WORK, node_cost(spec.rows, spec.cols, spec.num_boxes))
     for attempt in range(spec.max_attempts):
-        level = _attempt(spec, seed, attempt)
+        level = _attempt(spec, seed, attempt, budget)
         if level is not None:
             return level
+        if budget.units <= 0:
+            break
     raise GenerationError(
         f"no {spec.rows}x{spec.cols} level with {spec.num_boxes} box(es) and optimal length in "
-        f"[{spec.min_moves}, {spec.max_moves}] after {spec.max_attempts} attempts (seed {seed}); "
-        "widen the move range, change wall_fraction or raise solver_max_nodes"
+        f"[{spec.min_moves}, {spec.max_moves}] after {attempt + 1} attempts (seed {seed}); "
+        "widen the move range, change wall_fraction, or lower num_boxes or the grid"
     )
