@@ -308,7 +308,7 @@ def test_images_and_placeholders_are_reconciled():
 
 
 def test_bad_config_is_refused_with_a_clear_message():
-    with pytest.raises(TypeError, match="unknown config key"):
+    with pytest.raises(ValueError, match="unknown config key"):
         build_env("geo3k", max_turn=3)
     with pytest.raises(ValueError, match="max_turns"):
         build_env("geo3k", max_turns=0)

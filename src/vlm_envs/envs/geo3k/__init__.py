@@ -31,7 +31,7 @@ def build_env(sample: Any = None, args: Any = None, **config: Any) -> Geo3kEnv:
     unknown = set(config) - _ENV_KEYS - _PROBLEM_KEYS - _DATASET_KEYS
     if unknown:
         allowed = ", ".join(sorted(_ENV_KEYS | _PROBLEM_KEYS | _DATASET_KEYS))
-        raise TypeError(f"geo3k: unknown config key(s) {sorted(unknown)}; known keys: {allowed}")
+        raise ValueError(f"geo3k: unknown config key(s) {sorted(unknown)}; known keys: {allowed}")
     env_kwargs = {k: config[k] for k in _ENV_KEYS if k in config}
     if config.get("max_turns") is None:
         env_kwargs["max_turns"] = args_max_turns(args, DEFAULT_MAX_TURNS)
