@@ -1,3 +1,5 @@
+import json
+
 import pytest
 from toyenvs import broken
 from toyenvs.colors import ColorsEnv
@@ -13,6 +15,7 @@ from vlm_envs.checker import (
 )
 
 CHECK_NAMES = {"types", "determinism", "unseeded resets", "hostile replies", "step after the end"}
+CHECK_NAMES |= {"malformed replies end"}
 CHECK_NAMES |= {"oracle", "close", "rebuild"}
 HOSTILE = "hostile replies: "
 
@@ -140,6 +143,48 @@ def test_the_built_in_oracles_win(name):
 def test_a_step_that_hangs_is_caught_in_bounded_time():
     found = failures_of(broken.HangsOnLongInput(), rebuild=False, step_timeout=0.5)
     assert any("step(1 MB of text) did not return within 0.5 s. Bound the work" in f for f in found), found
+
+
+class FloatsItsToolArguments(ColorsEnv):
+    """A zoom tool that converts its bbox with float(), as ZoomSearch once did."""
+
+    def tools(self):
+        schema = {"type": "object", "properties": {"bbox": {"type": "array"}}}
+        return [{"type": "function", "function": {"name": "zoom", "parameters": schema}}]
+
+    def step(self, response_text: str):
+        if response_text.startswith("<tool_call>"):
+            call = json.loads(response_text.removeprefix("<tool_call>").removesuffix("</tool_call>"))
+            bbox = call["arguments"]["bbox"]
+            [float(v) for v in (bbox if isinstance(bbox, list) else [bbox])]
+        return super().step(response_text)
+
+
+def test_the_env_s_own_tools_are_called_with_huge_numbers():
+    found = failures_of(FloatsItsToolArguments(), rebuild=False)
+    assert any(
+        f.startswith("hostile replies: step(tool 'zoom' given 99999999 in a list) raised OverflowError")
+        for f in found
+    ), found
+    assert check_env(ColorsEnv(), rebuild=False)  # no tools: no tool probes
+
+
+class EndlessOnGarbage(ColorsEnv):
+    """Like FogMaze and Sokoban once were: a reply without an answer costs no turn."""
+
+    def step(self, response_text: str):
+        if "<answer>" not in response_text or "<answer></answer>" in response_text:
+            self._turn -= 1
+        return super().step(response_text)
+
+
+def test_an_episode_that_malformed_replies_never_end_is_caught():
+    found = failures_of(EndlessOnGarbage(), rebuild=False)
+    assert [f for f in found if f.startswith("malformed replies end: ")] == [
+        "malformed replies end: The episode did not end within 500 malformed replies "
+        "('<answer></answer><tool_call></tool_call>'). Cap the turns, malformed ones included (a max_turns, "
+        "or a cap on invalid replies)."
+    ], found
 
 
 def test_step_after_end_must_raise():

@@ -16,6 +16,7 @@ from vlm_envs.checker.calls import (
     RAISE_HINT,
     check_close,
     check_hostile,
+    check_malformed_replies_end,
     check_oracle,
     check_reset_and_messages,
     check_step_after_end,
@@ -65,9 +66,12 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
       the episode (two unseeded resets differ, tried up to
       :data:`~vlm_envs.checker.replay.UNSEEDED_RESETS` times), and leaves what a seed means unchanged;
     - ``hostile replies``: the replies of :data:`HOSTILE_RESPONSES` (``<image>`` and chat-template
-      injections, megabytes of text, ...) and non-text replies never raise and return within
+      injections, megabytes of text, ...), calls of the env's own tools with huge numbers
+      (:func:`~vlm_envs.checker.calls.tool_probes`) and non-text replies never raise and return within
       ``step_timeout`` seconds;
     - ``step after the end``: ``step`` after the episode ended raises ``EpisodeFinishedError``;
+    - ``malformed replies end``: the same malformed reply sent again and again ends the episode within
+      :data:`~vlm_envs.checker.calls.MAX_STEPS_TO_END` steps;
     - ``oracle``: where the env has ``oracle_response()``, it wins
       :data:`~vlm_envs.checker.calls.ORACLE_SEEDS` episodes;
     - ``close``: ``close()`` twice is fine;
@@ -82,6 +86,7 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
         "unseeded resets": check_unseeded,
         "hostile replies": lambda e, s: check_hostile(e, s, step_timeout),
         "step after the end": check_step_after_end,
+        "malformed replies end": check_malformed_replies_end,
         "oracle": check_oracle,
         "close": check_close,
     }

@@ -4,6 +4,7 @@ no env may fail on, the end of an episode, the oracle and ``close``."""
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 import threading
@@ -48,8 +49,12 @@ NON_TEXT_RESPONSES: dict[str, Any] = {
     "invalid UTF-8 bytes": b"\xff\xfe<image>",
 }
 
+#: Numbers past what a float holds, as a model may write them in a tool call's JSON.
+HUGE_NUMBERS = ("9" * 400, "-" + "9" * 309, "1e999", "NaN")
 #: Steps taken to drive an episode to its end before calling it endless.
 MAX_STEPS_TO_END = 500
+#: The malformed reply :func:`check_malformed_replies_end` sends again and again.
+MALFORMED_REPLY = "<answer></answer><tool_call></tool_call>"
 #: Episodes the oracle (``oracle_response``), where an env has one, must win.
 ORACLE_SEEDS = 3
 #: Steps of a scripted episode: the types check reads each result, replay fingerprints them.
@@ -182,10 +187,25 @@ def _step_with_timeout(env: Env, response: Any, timeout: float) -> tuple[Any, Ba
     return box.get("result"), box.get("error"), thread.is_alive()
 
 
+def tool_probes(env: Env) -> dict[str, str]:
+    """Calls of each of the env's own tools (:meth:`Env.tools`) with a huge number for every argument, alone
+    and as a list of four (a bbox of 400-digit integers once broke a zoom tool's ``float()``)."""
+    probes = {}
+    for tool in env.tools():
+        function = tool.get("function", tool)
+        name, keys = function.get("name"), list(function.get("parameters", {}).get("properties", {}))
+        for number in HUGE_NUMBERS:
+            for value, shape in ((number, ""), (f"[{', '.join([number] * 4)}]", " in a list")):
+                arguments = ", ".join(f"{json.dumps(key)}: {value}" for key in keys)
+                call = f'{{"name": {json.dumps(name)}, "arguments": {{{arguments}}}}}'
+                probes[f"tool {name!r} given {number:.8}{shape}"] = f"<tool_call>{call}</tool_call>"
+    return probes
+
+
 def check_hostile(env: Env, seed: int, step_timeout: float) -> list[str]:
     failures: list[str] = []
     env.reset(seed=seed)
-    for label, response in {**HOSTILE_RESPONSES, **NON_TEXT_RESPONSES}.items():
+    for label, response in {**HOSTILE_RESPONSES, **tool_probes(env), **NON_TEXT_RESPONSES}.items():
         result, error, hung = _step_with_timeout(env, response, step_timeout)
         if hung:
             return [
@@ -220,6 +240,18 @@ def check_step_after_end(env: Env, seed: int) -> list[str]:
     except Exception as err:
         return [f"step() after the end raised {type(err).__name__}. {hint}"]
     return [f"step() after the episode ended did not raise. {hint}"]
+
+
+def check_malformed_replies_end(env: Env, seed: int) -> list[str]:
+    """A stream of malformed replies ends the episode (a policy stuck on garbage must not loop forever)."""
+    env.reset(seed=seed)
+    for _ in range(MAX_STEPS_TO_END):
+        if env.step(MALFORMED_REPLY)[1]:
+            return []
+    return [
+        f"The episode did not end within {MAX_STEPS_TO_END} malformed replies ({MALFORMED_REPLY!r}). Cap the "
+        "turns, malformed ones included (a max_turns, or a cap on invalid replies)."
+    ]
 
 
 def check_oracle(env: Env, seed: int) -> list[str]:
