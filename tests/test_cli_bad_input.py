@@ -29,7 +29,7 @@ CASES: list[tuple[list[str], str]] = [
     (["play", "sokoban", "--config", "zzz=1"], "valid keys: "),
     (
         ["play", "zoom_search", "--config", "view=0"],
-        "env 'zoom_search' rejects its config: ZeroDivisionError",
+        "env 'zoom_search' rejects its config: view: Input should be greater than or equal to 224",
     ),
     (["play", "fog_maze", "--config", "view=0"], "view: Input should be 'local' or 'first_person'"),
     (["play", "sokoban", "--save-frames", "FILE"], "cannot write frames to"),
