@@ -143,16 +143,13 @@ def tool_calls(draw: st.DrawFn, env: Env) -> str:
     payload = f'{{"name": {json.dumps(name)}, "arguments": {{{json.dumps(key)}: {value}}}}}'
     if draw(st.booleans()):  # arguments as a JSON string holding the object, as some templates write it
         payload = json.dumps({"name": name, "arguments": f"{{{json.dumps(key)}: {value}}}"})
-    shape = draw(
+    call = f"<tool_call>{payload}</tool_call>"
+    before, after = draw(
         st.sampled_from(
-            ["{}", "{}", "<tool_call>{}", "<tool_call><tool_call>{}</tool_call>", "{}\\boxed{{1}}"]
+            [("", ""), ("Let me check. ", ""), ("<tool_call>", ""), ("<tool_call>", "</tool_call>")]
         )
     )
-    return (
-        shape.replace("{}", f"<tool_call>{payload}</tool_call>", 1)
-        if shape != "{}\\boxed{{1}}"
-        else (f"<tool_call>{payload}</tool_call>\\boxed{{1}}")
-    )
+    return before + call + after + draw(st.sampled_from(["", "\\boxed{1}", call]))
 
 
 def own_replies(env: Env, seed: int) -> list[str]:
