@@ -157,3 +157,10 @@ def test_every_bundled_episodic_env_uses_the_shared_base():
         env = build_env(spec.name)
         if isinstance(env, EpisodicEnv):
             assert issubclass(env.config_class, EnvConfig), spec.name
+
+
+def test_the_grade_timeout_bound_is_the_graders_own() -> None:
+    from vlm_envs.envs.config import MAX_GRADE_TIMEOUT
+    from vlm_envs.verify import MAX_TIMEOUT
+
+    assert MAX_GRADE_TIMEOUT == MAX_TIMEOUT

@@ -19,7 +19,8 @@ MAX_TURNS = 1000
 MAX_ACTIONS_PER_TURN = 100
 #: The most actions a whole episode may play.
 MAX_EPISODE_ACTIONS = 100_000
-#: The longest one answer check may be given (seconds): the bounded grader's own most (vlm_envs.verify).
+#: The longest one answer check may be given (seconds): vlm_envs.verify.MAX_TIMEOUT, restated here so
+#: that building an env does not import the grader (math-verify, sympy: a second); a test holds them equal.
 MAX_GRADE_TIMEOUT = 60.0
 #: The largest size of a reward term a config sets (bonus, penalty): rewards and their sums stay finite.
 MAX_REWARD_TERM = 1000.0
