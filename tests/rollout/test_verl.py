@@ -26,6 +26,8 @@ from verl.experimental.agent_loop import agent_loop
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl_support import (
+    SAMPLING,
+    TRAJECTORY,
     RaisingServerManager,
     ScriptedServerManager,
     agent_loop_worker,
@@ -45,8 +47,6 @@ from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 SOKOBAN = {"grid_size": [5, 5], "num_boxes": 1, "cell_size": 16}
 SUPPORT = Path(__file__).parents[1] / "support"
 PROMPT_LENGTH, RESPONSE_LENGTH, MAX_TURNS = 1024, 768, 4
-TRAJECTORY = {"step": 0, "sample_index": 0, "rollout_n": 0, "validate": False}
-SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": False}
 
 
 @pytest.fixture(scope="module")

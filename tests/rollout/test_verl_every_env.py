@@ -19,6 +19,8 @@ from sft_helpers import ReplyEngine
 from verl.experimental.agent_loop import agent_loop
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl_support import (
+    SAMPLING,
+    TRAJECTORY,
     ScriptedServerManager,
     agent_loop_worker,
     assert_verl_contract,
@@ -33,8 +35,6 @@ from vlm_envs.testing import build_tiny_processor
 
 SEED = 3
 PROMPT_LENGTH, RESPONSE_LENGTH = 2048, 2048
-TRAJECTORY = {"step": 0, "sample_index": 0, "rollout_n": 0, "validate": False}
-SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": False}
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,11 @@ from vlm_envs.testing import ScriptedEngine
 CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
 
 
+#: What verl's worker passes an agent loop for one sample: its trajectory info and sampling params.
+TRAJECTORY = {"step": 0, "sample_index": 0, "rollout_n": 0, "validate": False}
+SAMPLING = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": False}
+
+
 def verl_config(overrides: Sequence[str] = (), name: str = "ppo_trainer") -> DictConfig:
     """verl's own trainer config with ``overrides`` (Hydra raises on an unknown key)."""
     with initialize_config_dir(config_dir=CONFIG_DIR, version_base=None):
