@@ -22,6 +22,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -126,8 +127,6 @@ def vllm_python() -> Path:
 
 
 def _build(folder: Path) -> None:
-    import shutil
-
     shutil.rmtree(folder, ignore_errors=True)
     python = str(folder / "bin" / "python")
     steps = [
