@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH)
-	$(BIN)/python -m pip install -q -e ".[rollout,data,dev,verl,ray,trl]"
+	$(BIN)/python -m pip install -q -e ".[rollout,data,dev,verl,ray,trl,verifiers]"
 	touch $(STAMP)
 
 install: $(STAMP)
