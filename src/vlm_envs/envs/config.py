@@ -1,14 +1,32 @@
-"""What every env does with its typed config: strict fields with bounds, overrides at construction and
-from ``reset`` options, and the seed of an unseeded reset."""
+"""What every env does with its typed config: strict fields with bounds, difficulty presets, overrides at
+construction and from ``reset`` options, and the seed of an unseeded reset.
+
+Difficulty presets: an env declares, on its config class, ``PRESETS: ClassVar[dict[str, dict[str, Any]]]``
+mapping each of :data:`LEVELS` (``easy``, ``medium``, ``hard``) to values of its own knobs::
+
+    class MyConfig(EnvConfig):
+        PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+            "easy": {"size": (5, 5)}, "medium": {"size": (7, 7)}, "hard": {"size": (9, 9), "max_turns": 6}
+        }
+        size: tuple[int, int] = (7, 7)
+        max_turns: TurnCap = 8
+
+``MyConfig(difficulty="hard")`` takes the hard preset's values before validation (they are then checked
+like any other); a knob given explicitly wins over the preset (``MyConfig(difficulty="hard", size=(6, 6))``).
+The level stays in ``config.difficulty`` (``None``: no preset, the fields' defaults) for rows and records to
+report. Preset values count as defaults, not as given: overriding the level of a config (a ``reset`` option
+``{"difficulty": "easy"}``) replaces them, while its explicit knobs stay. A level an env has no preset for
+is a ``ValueError``.
+"""
 
 from __future__ import annotations
 
 import secrets
 import types
 from collections.abc import Mapping
-from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
 #: The most pixels a side of any image an env shows may have: above what a Qwen-VL processor keeps
 #: (its default ``max_pixels`` is about 3,584 squared), and 50 MB of RGB.
@@ -34,6 +52,11 @@ EpisodeActions = Annotated[int, Field(ge=1, le=MAX_EPISODE_ACTIONS)]
 #: A reward term a config sets.
 RewardTerm = Annotated[float, Field(ge=0.0, le=MAX_REWARD_TERM)]
 
+#: A difficulty level.
+Level = Literal["easy", "medium", "hard"]
+#: The levels, easiest first.
+LEVELS: tuple[Level, ...] = ("easy", "medium", "hard")
+
 C = TypeVar("C", bound=BaseModel)
 
 
@@ -43,10 +66,38 @@ class EnvConfig(BaseModel):
     An int field takes ints only (not ``True``, ``3.0`` or ``"3"``), a bool field bools only, a float
     field finite numbers (no ``NaN``, no infinity, no bool); each env bounds its own fields
     (``Field(ge=..., le=...)``). Values as dataset rows deliver them are read first: numpy scalars and
-    arrays as plain Python, lists as tuples where the field is a tuple.
+    arrays as plain Python, lists as tuples where the field is a tuple. ``difficulty`` picks one of the
+    env's :attr:`PRESETS` (see the module docstring).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    #: Each level's knob values (the env's own fields); an env without presets refuses every level.
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    #: The preset applied (``None``: none, the fields' defaults).
+    difficulty: Level | None = None
+
+    @classmethod
+    def preset(cls, level: Any) -> dict[str, Any]:
+        """The knob values of ``level``; a ``ValueError`` naming the levels for anything else."""
+        if not isinstance(level, str) or level not in LEVELS or level not in cls.PRESETS:
+            known = [lv for lv in LEVELS if lv in cls.PRESETS]
+            if not known:
+                raise ValueError(f"{cls.__name__} has no difficulty presets (difficulty must be None)")
+            raise ValueError(f"difficulty must be one of {known} or None, got {level!r:.40}")
+        return dict(cls.PRESETS[level])
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _apply_preset(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        if not isinstance(data, Mapping) or data.get("difficulty") is None:
+            return handler(data)
+        preset = cls.preset(plain(data["difficulty"]))
+        config = handler({**preset, **data})
+        # preset values count as defaults: overriding the level replaces them (see ``overridden``)
+        config.__pydantic_fields_set__.difference_update(set(preset) - set(data))
+        return config
 
     @model_validator(mode="before")
     @classmethod

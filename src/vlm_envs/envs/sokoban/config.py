@@ -67,7 +67,7 @@ class SokobanConfig(EnvConfig):
             raise ValueError("give either level or initial_base_grid/initial_boxes/initial_player, not both")
         level = self.given_level()  # a malformed level or grid is a config error, raised here
         if level is None:
-            self.difficulty()
+            self.generator_params()
             rows, cols = self.grid_size
         else:
             rows, cols = level[0].rows, level[0].cols
@@ -89,7 +89,7 @@ class SokobanConfig(EnvConfig):
             )
         return None
 
-    def difficulty(self) -> Difficulty:
+    def generator_params(self) -> Difficulty:
         """The generator's parameters."""
         return Difficulty(
             rows=self.grid_size[0],

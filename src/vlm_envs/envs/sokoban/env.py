@@ -116,7 +116,7 @@ class SokobanEnv(EpisodicEnv[SokobanConfig, _Episode]):
                 optimal = None if solution is None else len(solution)
             info.update(source="given", attempt=0)
         else:
-            level = generate_level(cfg.difficulty(), seed)
+            level = generate_level(cfg.generator_params(), seed)
             layout, start = level.layout, level.state
             solution, optimal, exact = level.solution, level.optimal_moves, level.optimal_exact
             info.update(source="generated", attempt=level.attempt, wall_fraction=cfg.wall_fraction)
