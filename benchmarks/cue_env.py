@@ -4,8 +4,9 @@ names the direction that colour stands for.
 The first prompt says the code (red: Up, green: Down, blue: Left, yellow: Right); each turn's picture
 is a solid square of one colour, drawn by the seed. The reply's first direction word is its answer.
 Episode reward: the share of turns answered right; ``success``: every turn right (a player that
-guesses among the four words wins 1 in 4**turns). Loaded by path, as slime loads env modules:
-``build_env("benchmarks/cue_env.py")``.
+guesses among the four words wins 1 in 4**turns). ``benchmarks/trl_learning.py`` registers it as
+``cue`` (a TRL row names registered envs only); slime also loads it by path
+(``build_env("benchmarks/cue_env.py")``).
 """
 
 from __future__ import annotations

@@ -5,9 +5,12 @@ direction it stands for; 2 turns, an image each; success: both right, 1 in 16 fo
 first warm-started on the env's oracle demonstrations (``make-sft``, TRL's ``SFTTrainer``), then
 trained with GRPO for a wall-clock budget. The control run starts from the same weights and takes
 the same steps with the advantages' sign flipped: it must not rise. Success is measured on held-out
-seeds with the policy's own sampling (temperature 1), through the same rollout.
+seeds with the policy's own sampling (temperature 1), through the same rollout. The env is
+registered as ``cue`` (``vlm_envs.register``), as a TRL row may name only a registered env; an
+episode that fails stops the benchmark with its reason.
 
-Run: ``.venv/bin/python benchmarks/trl_learning.py [--minutes 10] [--threads 2]``.
+Run: ``.venv/bin/python benchmarks/trl_learning.py [--minutes 10] [--threads 2]``; the smallest
+setting (seconds, what the tests run): ``--minutes 0 --sft-steps 1 --episodes 8``.
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ import torch
 from transformers import TrainerCallback
 from trl import GRPOConfig, SFTConfig, SFTTrainer
 
+import vlm_envs
 from vlm_envs.eval.trl_dataset import trl_rows
 from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer, rollout_func
 from vlm_envs.sft import OracleSource, make_sft
 from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl
 
-ENV = str(Path(__file__).with_name("cue_env.py").resolve())
+# TRL rows name registered envs only; cue_env sits beside this script (on sys.path when it runs)
+ENV = vlm_envs.register("cue", "cue_env").name
 TURNS = 2
 EVAL_SEED = 1_000_000  # held-out seeds start here (training uses 0..)
 
@@ -87,6 +92,9 @@ def warm_start(processor: Any, steps: int, work: Path) -> dict[str, torch.Tensor
 def success_rate(trainer: VlmEnvsGRPOTrainer, episodes: int) -> float:
     prompts = [row["prompt"] for row in trl_rows(ENV, episodes, EVAL_SEED, TURNS, {})]
     records = rollout_func(prompts, trainer)["vlm_envs"]
+    failed = [r for r in records if r["status"] == "failed"]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {episodes} episodes failed; first: {failed[0]['error']}")
     return sum(bool(r["metrics"].get("success")) for r in records) / episodes
 
 
