@@ -1,0 +1,33 @@
+"""FrozenLake: cross a frozen lake to the goal without falling into a hole (gymnasium's toy-text rules,
+VAGEN's and ROLL's visual baseline env; slippery ice as an option).
+
+``build_env(sample=None, args=None, **config)`` is what slime's ``rollout_interaction_env_path`` and
+``vlm_envs.build_env("frozen_lake")`` call. See :mod:`vlm_envs.envs.frozen_lake.env` for the rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vlm_envs.envs.frozen_lake.config import FrozenLakeConfig
+from vlm_envs.envs.frozen_lake.env import FrozenLakeEnv
+from vlm_envs.envs.frozen_lake.lake import Lake, generate_lake, gymnasium_lake, shortest_path
+from vlm_envs.protocol import trainer_env_config
+
+__all__ = [
+    "FrozenLakeConfig",
+    "FrozenLakeEnv",
+    "Lake",
+    "build_env",
+    "generate_lake",
+    "gymnasium_lake",
+    "shortest_path",
+]
+
+description = FrozenLakeEnv.__doc__ or ""
+
+
+def build_env(sample: Any = None, args: Any = None, **config: Any) -> FrozenLakeEnv:
+    """A FrozenLake env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and
+    the trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
+    return FrozenLakeEnv(FrozenLakeConfig(**trainer_env_config(sample, args, config)))
