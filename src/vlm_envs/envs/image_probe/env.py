@@ -1,0 +1,133 @@
+"""The ImageProbe env: is every turn's image reaching the model (and the loss)?
+
+Each turn shows one image, a square of one colour drawn from the seed, and asks which option (a
+letter) names that colour. The text never says which colour is shown: the right answer of a turn
+depends only on that turn's image. A policy that never sees the images after the first turn cannot
+beat chance (``1 / choices``) on the later turns: ``later_accuracy`` tells the two apart. The
+episode plays ``max_turns`` questions; the reward is the fraction answered right.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from vlm_envs.envs.answers import answer_block
+from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.image_probe.config import COLORS, ImageProbeConfig
+from vlm_envs.protocol import Observation, StepInfo
+
+_FIRST_WORD = re.compile(r"\s*([A-Za-z]+)")
+
+
+@dataclasses.dataclass
+class _Episode:
+    colors: list[int]
+    answers: list[bool] = dataclasses.field(default_factory=list)
+    done: bool = False
+
+    @property
+    def success(self) -> bool:
+        return self.done and all(self.answers)
+
+
+class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
+    """ImageProbe: name the colour of each turn's image (a probe for images lost after turn 1)."""
+
+    config_class = ImageProbeConfig
+
+    def reset(
+        self, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """One colour per turn drawn from the seed; ``options`` override config fields once."""
+        cfg = self._configure(options)
+        seed = self._episode_seed(seed)
+        rng = np.random.default_rng([seed, 0x1A6E])
+        self._ep = _Episode(colors=[int(c) for c in rng.integers(cfg.choices, size=cfg.max_turns)])
+        options_text = ", ".join(f"{_letter(i)} = {COLORS[i][0]}" for i in range(cfg.choices))
+        intro = (
+            "Each turn shows one image filled with a single colour. Name it with its letter "
+            f"({options_text}). Reply with the letter only, for example <answer>A</answer>. "
+            f"There are {cfg.max_turns} turns."
+        )
+        info = {"seed": seed, "colors": [COLORS[c][0] for c in self._ep.colors]}
+        return self._question(intro), info
+
+    def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
+        """Judge the reply's letter (or colour name) against this turn's image."""
+        ep = self._playing()
+        cfg = self.config
+        turn = len(ep.answers)
+        choice, error = self._parse(response_text)
+        right = choice == ep.colors[turn]
+        ep.answers.append(right)
+        ep.done = len(ep.answers) >= cfg.max_turns
+        metrics: dict[str, float | int | bool] = {"format_valid": error is None, "correct": right}
+        if ep.done:
+            metrics.update(success=all(ep.answers), accuracy=sum(ep.answers) / len(ep.answers))
+            if len(ep.answers) > 1:
+                metrics["later_accuracy"] = sum(ep.answers[1:]) / (len(ep.answers) - 1)
+        header = f"Invalid answer: {error}." if error else ("Right." if right else "Wrong.")
+        if ep.done:
+            obs = Observation(text=f"{header} All {cfg.max_turns} turns are played.")
+        else:
+            obs = self._question(header)
+        step_info = StepInfo(
+            reward=(1.0 if right else 0.0) / cfg.max_turns,
+            terminated=ep.done,
+            truncated=False,
+            metrics=metrics,
+            info={"turn": turn + 1, "answer": _letter(ep.colors[turn])},
+        )
+        return obs, ep.done, step_info
+
+    def episode_reward(self) -> float:
+        """The fraction of the episode's turns answered right."""
+        ep = self._ep
+        return sum(ep.answers) / self.config.max_turns if ep is not None else 0.0
+
+    def oracle_response(self) -> str | None:
+        """The letter of this turn's colour; None when the episode is over."""
+        ep = self._ep
+        if ep is None or ep.done:
+            return None
+        return f"<answer>{_letter(ep.colors[len(ep.answers)])}</answer>"
+
+    def random_response(self, rng: random.Random) -> str:
+        """A well-formed answer: a random option's letter."""
+        return f"<answer>{_letter(rng.randrange(self.config.choices))}</answer>"
+
+    # ----- internals -----
+
+    def _question(self, header: str) -> Observation:
+        ep = self._ep
+        assert ep is not None
+        turn = len(ep.answers)
+        side = self.config.image_size
+        image = Image.new("RGB", (side, side), COLORS[ep.colors[turn]][1])
+        return Observation.compose(header + "\n", image, f"\nTurn {turn + 1}: which colour is this?")
+
+    def _parse(self, text: str) -> tuple[int | None, str | None]:
+        """The option a reply names (its letter or colour name, in ``<answer>`` tags or first)."""
+        block = answer_block(text)
+        word = _FIRST_WORD.match(block.content if block.error is None else text[:200])
+        if word is None:
+            return None, "no letter found"
+        name = word.group(1).lower()
+        names = [_letter(i).lower() for i in range(self.config.choices)]
+        colors = [COLORS[i][0] for i in range(self.config.choices)]
+        if name in names:
+            return names.index(name), None
+        if name in colors:
+            return colors.index(name), None
+        return None, f"not one of the options {', '.join(n.upper() for n in names)}"
+
+
+def _letter(index: int) -> str:
+    return "ABCDEF"[index]
