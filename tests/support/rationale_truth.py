@@ -180,6 +180,84 @@ def mental_rotation(env: Any, reason: str, reply: str) -> None:
     assert key(shape) == right, reason
 
 
+def sliding_puzzle(env: Any, reason: str, reply: str) -> None:
+    board, n = env.board, env.config.n
+    gap = board.index(0)
+    head = re.match(
+        r"The gap is at row (\d+), column (\d+); (\d+) of the (\d+) tiles (?:is|are) in place", reason
+    )
+    assert head, reason
+    home = sum(t == p + 1 for p, t in enumerate(board) if t)
+    assert tuple(map(int, head.groups())) == (gap // n + 1, gap % n + 1, home, n * n - 1), reason
+    total = re.search(r"(A shortest|My) solution takes (\d+) more moves?", reason)
+    manhattan = sum(abs(p // n - (t - 1) // n) + abs(p % n - (t - 1) % n) for p, t in enumerate(board) if t)
+    assert total and int(total.group(2)) >= manhattan, reason  # no solution is shorter than that
+    slides = re.findall(r"tile (\d+) (Up|Down|Left|Right)", reason)
+    assert [d for _, d in slides] == _answer(reply).split(", "), reason
+    steps = {"Up": (1, 0), "Down": (-1, 0), "Left": (0, 1), "Right": (0, -1)}  # where the slid tile stood
+    cells = list(board)
+    for tile, direction in slides:
+        r, c = divmod(cells.index(0), n)
+        at = (r + steps[direction][0]) * n + c + steps[direction][1]
+        assert 0 <= r + steps[direction][0] < n and 0 <= c + steps[direction][1] < n, reason
+        assert cells[at] == int(tile), reason
+        cells[cells.index(0)], cells[at] = cells[at], 0
+
+
+def _lake_distances(rows: tuple[str, ...], goal: tuple[int, int]) -> dict[tuple[int, int], int]:
+    """Moves from every tile to the goal over tiles that are not holes (BFS from the goal)."""
+    n, dist = len(rows), {goal: 0}
+    queue = [goal]
+    for r, c in queue:
+        for nr, nc in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+            if 0 <= nr < n and 0 <= nc < n and (nr, nc) not in dist and rows[nr][nc] != "H":
+                dist[nr, nc] = dist[r, c] + 1
+                queue.append((nr, nc))
+    return dist
+
+
+def frozen_lake(env: Any, reason: str, reply: str) -> None:
+    ep = env._ep
+    lake, cell = ep.lake, ep.cell
+    names, steps = ("Left", "Down", "Right", "Up"), ((0, -1), (1, 0), (0, 1), (-1, 0))
+    rows, cols = lake.goal[0] - cell[0], lake.goal[1] - cell[1]
+    goal = re.match(r"The goal is (.*?) of me\.", reason)
+    assert goal, reason
+    sides = {side: int(n) for n, side in re.findall(r"(\d+) tiles? (up|down|left|right)", goal.group(1))}
+    assert sides == {
+        k: v for k, v in {"up": -rows, "down": rows, "left": -cols, "right": cols}.items() if v > 0
+    }
+    near = {
+        names[d]
+        for d, (dr, dc) in enumerate(steps)
+        if 0 <= cell[0] + dr < lake.size
+        and 0 <= cell[1] + dc < lake.size
+        and lake.rows[cell[0] + dr][cell[1] + dc] == "H"
+    }
+    holes = re.search(r"Holes next to me: (.*?)\.", reason)
+    assert set(re.findall(_MOVES, holes.group(1)) if holes else ()) == near, reason
+    assert ("No hole is next to me." in reason) == (not near), reason
+    dist = _lake_distances(lake.rows, lake.goal)
+    total = re.search(r"A safe shortest path takes (\d+) moves?; next: (.*?)\.", reason)
+    assert total and int(total.group(1)) == dist[cell], reason
+    at = cell
+    for name in total.group(2).split(", "):
+        dr, dc = steps[names.index(name)]
+        nxt = (at[0] + dr, at[1] + dc)
+        assert dist.get(nxt) == dist[at] - 1, reason  # on the lake, no hole, one move nearer the goal
+        at = nxt
+    presses = re.search(r"to go (.*?) I press (.*?)\.$", reason)
+    assert (presses is not None) == env.config.slippery, reason
+    if presses is None:
+        assert _answer(reply) == total.group(2), reason
+        return
+    assert presses.group(1) == total.group(2) and _answer(reply) == presses.group(2), reason
+    for k, (go, press) in enumerate(
+        zip(presses.group(1).split(", "), presses.group(2).split(", "), strict=True)
+    ):
+        assert (names.index(press) + env._offset(ep.moves + k)) % 4 == names.index(go), reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -188,4 +266,6 @@ TRUTH: dict[str, Check] = {
     "fog_maze": fog_maze,
     "jigsaw": jigsaw,
     "mental_rotation": mental_rotation,
+    "frozen_lake": frozen_lake,
+    "sliding_puzzle": sliding_puzzle,
 }

@@ -1,0 +1,219 @@
+"""The SlidingPuzzle env: slide the numbered tiles into order, 1 to n²-1 row by row, the gap last.
+
+Each turn shows the board and the model answers 1 to ``max_actions_per_turn`` moves in
+``<answer>Up, Left</answer>``: the direction a tile slides into the gap (``Up`` slides the tile below the
+gap up). A move with no tile to slide is skipped (``action_valid`` is then false); a malformed answer
+costs the turn. The episode ends when the board is solved (terminated, reward 1.0) or after
+``max_turns`` turns (truncated). Every start is a random walk from the solved board, so it is solvable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.sliding_puzzle import rationale
+from vlm_envs.envs.sliding_puzzle.actions import format_moves, parse_moves
+from vlm_envs.envs.sliding_puzzle.board import (
+    MOVE_NAMES,
+    Board,
+    apply_move,
+    in_place,
+    scramble,
+    solved,
+    undo_path,
+)
+from vlm_envs.envs.sliding_puzzle.config import SlidingPuzzleConfig
+from vlm_envs.envs.sliding_puzzle.render import board_image, board_text
+from vlm_envs.envs.sliding_puzzle.solver import solve
+from vlm_envs.protocol import Observation, StepInfo
+
+Plan = tuple[tuple[int, ...], bool]
+
+
+@dataclasses.dataclass
+class _Episode:
+    n: int
+    board: Board
+    walk: list[int]
+    optimal_moves: int
+    optimal_exact: bool
+    plans: dict[Board, Plan]
+    history: list[int] = dataclasses.field(default_factory=list)
+    turns: int = 0
+    done: bool = False
+
+    @property
+    def success(self) -> bool:
+        return self.board == solved(self.n)
+
+
+class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
+    """SlidingPuzzle: slide numbered tiles into order (3x3 or 4x4), every start solvable."""
+
+    config_class = SlidingPuzzleConfig
+
+    def reset(
+        self, seed: int | None = None, options: Mapping[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        """A board scrambled by a walk drawn from the seed; ``options`` override config fields once."""
+        cfg = self._configure(options)
+        seed = self._episode_seed(seed)
+        rng = np.random.default_rng([seed, 0x511DE])
+        board, walk = scramble(cfg.n, cfg.scramble_moves, rng)
+        self._ep = _Episode(cfg.n, board, walk, 0, False, plans={})
+        moves, exact = self._plan()
+        self._ep.optimal_moves, self._ep.optimal_exact = len(moves), exact
+        info = {
+            "seed": seed,
+            "board": list(board),
+            "n": cfg.n,
+            "optimal_moves": len(moves),
+            "optimal_exact": exact,
+        }
+        return self._observation(self._instructions()), info
+
+    def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
+        """Play the moves in the reply's ``<answer>`` block (or spend the turn on a format error)."""
+        ep = self._playing()
+        cfg = self.config
+        parsed = parse_moves(response_text, cfg.max_actions_per_turn)
+        ep.turns += 1
+        before, played, blocked = ep.board, [], 0
+        for move in parsed.moves:
+            after = apply_move(ep.board, ep.n, move)
+            if after is None:
+                blocked += 1
+                continue
+            ep.board = after
+            played.append(move)
+            if ep.success:
+                break
+        ep.history += played
+        self._remember_suffix(before, played)
+        success = ep.success
+        truncated = not success and ep.turns >= cfg.max_turns
+        ep.done = success or truncated
+        metrics: dict[str, float | int | bool] = {
+            "format_valid": parsed.error is None,
+            "action_valid": parsed.error is None and blocked == 0,
+            "tiles_in_place": in_place(ep.board),
+            "moves": len(ep.history),
+        }
+        if ep.done:
+            metrics.update(success=success, optimal_moves=ep.optimal_moves)
+        obs = self._observation(self._feedback(parsed.error, played, blocked, success, truncated))
+        info = {"board": list(ep.board), "played": [MOVE_NAMES[m] for m in played], "error": parsed.error}
+        reward = 1.0 if success else 0.0
+        return (
+            obs,
+            ep.done,
+            StepInfo(reward=reward, terminated=success, truncated=truncated, metrics=metrics, info=info),
+        )
+
+    def oracle_response(self) -> str | None:
+        """The next moves of the plan (shortest where ``optimal_exact``), or None when done."""
+        ep = self._ep
+        if ep is None or ep.done:
+            return None
+        return format_moves(self._plan()[0][: self.config.max_actions_per_turn])
+
+    def oracle_rationale(self) -> str | None:
+        """Where the gap is, how long the plan is and which tiles it slides next, or None when done."""
+        ep = self._ep
+        if ep is None or ep.done:
+            return None
+        moves, exact = self._plan()
+        return rationale.explain(ep.board, ep.n, moves, exact, self.config.max_actions_per_turn)
+
+    def random_response(self, rng: random.Random) -> str:
+        """A well-formed answer of random moves."""
+        moves = [rng.randrange(4) for _ in range(rng.randint(1, self.config.max_actions_per_turn))]
+        return f"<think>I will slide a tile {MOVE_NAMES[moves[0]]}.</think>\n" + format_moves(moves)
+
+    @property
+    def board(self) -> Board:
+        """The board now: tile numbers row-major, 0 the gap."""
+        return self._episode().board
+
+    # ----- helpers -----
+
+    def _plan(self) -> Plan:
+        """A solution from the board now: the solver's (shortest within its budget, else a weighted
+        search's), else the way back along the moves played and the scramble."""
+        ep = self._ep
+        assert ep is not None
+        plan = ep.plans.get(ep.board)
+        if plan is None:
+            found = solve(ep.board, ep.n)
+            plan = (
+                (found.moves, found.exact)
+                if found.moves is not None
+                else (undo_path(ep.walk + ep.history), False)
+            )
+            ep.plans[ep.board] = plan
+        return plan
+
+    def _remember_suffix(self, before: Board, played: list[int]) -> None:
+        """Following a known plan leaves its rest a plan (shortest if it was): keep it for :meth:`_plan`."""
+        ep = self._ep
+        assert ep is not None
+        known = ep.plans.get(before)
+        if known is not None and tuple(played) == known[0][: len(played)]:
+            ep.plans.setdefault(ep.board, (known[0][len(played) :], known[1]))
+
+    def _observation(self, header: str) -> Observation:
+        ep, cfg = self._ep, self.config
+        assert ep is not None
+        pieces: list[str | Image.Image] = [header + "\n"]
+        if cfg.shows_image:
+            pieces += [board_image(ep.board, ep.n, cfg.cell_size), "\n"]
+        if cfg.shows_text:
+            pieces.append(board_text(ep.board, ep.n) + "\n")
+        pieces.append(
+            f"Tiles in place: {in_place(ep.board)}/{ep.n * ep.n - 1}. Turns left: {cfg.max_turns - ep.turns}."
+        )
+        return Observation.compose(*pieces)
+
+    def _instructions(self) -> str:
+        cfg = self.config
+        last = cfg.n * cfg.n - 1
+        lines = [
+            f"This is a sliding tile puzzle: {last} numbered tiles and one empty gap on a "
+            f"{cfg.n}x{cfg.n} board. Put the tiles in order, 1 to {last} row by row from the top "
+            "left, with the gap at the bottom right.",
+            "A move slides a tile next to the gap into it: Up slides the tile below the gap up, "
+            "Down the tile above it down, Left the tile to its right left, Right the tile to its "
+            "left right.",
+        ]
+        if cfg.shows_image:
+            lines.append("In the image the gap is the dark square; a tile already in its place is green.")
+        if cfg.shows_text:
+            lines.append("In the grid, rows top to bottom, '_' is the gap.")
+        lines.append(
+            f"Answer with 1 to {cfg.max_actions_per_turn} moves inside <answer></answer>, separated "
+            f"by commas, for example <answer>Up, Left</answer>. You have {cfg.max_turns} turns."
+        )
+        lines.append("The board now:")
+        return "\n".join(lines)
+
+    def _feedback(
+        self, error: str | None, played: list[int], blocked: int, success: bool, truncated: bool
+    ) -> str:
+        if error is not None:
+            text = f"Invalid answer: {error}. No move was played this turn."
+        else:
+            text = "You slid: " + (", ".join(MOVE_NAMES[m] for m in played) or "nothing") + "."
+            if blocked:
+                text += f" {blocked} of your moves had no tile to slide and were skipped."
+        if success:
+            text += " Solved: every tile is in order!"
+        elif truncated:
+            text += " The episode is over: no turns are left."
+        return text + "\nThe board now:"
