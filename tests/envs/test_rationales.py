@@ -35,6 +35,11 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
     "jigsaw": [({}, SEEDS), ({"n": 4, "max_swaps_per_turn": 2}, SEEDS)],
     "geo3k": [({}, range(80)), ({"max_turns": 1}, SEEDS)],
     "chart_calc": [({}, range(80)), ({"max_turns": 1}, SEEDS)],
+    "frozen_lake": [
+        ({}, SEEDS),
+        ({"slippery": True, "difficulty": "hard"}, SEEDS),
+        ({"max_actions_per_turn": 1}, SEEDS),
+    ],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)
 _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)
