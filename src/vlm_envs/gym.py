@@ -84,7 +84,8 @@ def observation_to_gym(obs: Observation) -> dict[str, Any]:
 class GymEnv(gymnasium.Env):
     """Wraps a vlm-envs :class:`Env`; the protocol env stays reachable as ``.vlm_env``."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"]}
+    #: ``render_fps``: one frame a turn, shown a second each (what gymnasium's video recorder plays at).
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 1}
 
     def __init__(self, env: str, render_mode: str | None = None, **config: Any):
         self.vlm_env: Env = build_env(env, **config)

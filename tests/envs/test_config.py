@@ -164,3 +164,21 @@ def test_the_grade_timeout_bound_is_the_graders_own() -> None:
     from vlm_envs.verify import MAX_TIMEOUT
 
     assert MAX_GRADE_TIMEOUT == MAX_TIMEOUT
+
+
+def test_episode_seeds_follow_gymnasiums_rule():
+    from vlm_envs.envs.config import EpisodeSeeds
+    from vlm_envs.protocol import SEED_LIMIT
+
+    seeds = EpisodeSeeds()
+    assert [seeds.next(None, first=5), seeds.next(None), seeds.next(40), seeds.next(None)] == [5, 6, 40, 41]
+    assert [seeds.next(SEED_LIMIT - 1), seeds.next(None)] == [SEED_LIMIT - 1, 0]
+    assert seeds.next(None, first=5) == 1  # ``first`` only starts a stream no seed has
+    unseeded = {EpisodeSeeds().next(None) for _ in range(4)}
+    assert len(unseeded) == 4  # before any seed, each env starts somewhere new
+
+
+def test_sokoban_rng_seed_is_the_first_unseeded_episode_and_the_stream_goes_on():
+    env = build_env("sokoban", rng_seed=9)
+    assert [env.reset()[1]["seed"], env.reset()[1]["seed"], env.reset(seed=3)[1]["seed"]] == [9, 10, 3]
+    assert env.reset()[1]["seed"] == 4

@@ -28,6 +28,8 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, 
 
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
+from vlm_envs.protocol import SEED_LIMIT
+
 #: The most pixels a side of any image an env shows may have: above what a Qwen-VL processor keeps
 #: (its default ``max_pixels`` is about 3,584 squared), and 50 MB of RGB.
 MAX_IMAGE_SIDE = 4096
@@ -135,6 +137,20 @@ def overridden(config: C, changes: Mapping[str, Any] | None) -> C:
     return type(config).model_validate({**config.model_dump(exclude_unset=True), **changes})
 
 
-def episode_seed(seed: int | None) -> int:
-    """``seed``, or a fresh random one for an unseeded reset (its episode is then new each time)."""
-    return secrets.randbits(63) if seed is None else seed
+class EpisodeSeeds:
+    """The seeds of one env's episodes, by gymnasium's rule: a reset given a seed plays that seed; a reset
+    without one continues from the last seed (its successor, ``seed + 1``), so the episodes after one seed
+    are the same in any process. Before any seed, the first unseeded reset takes ``first`` or a fresh random
+    seed. Trainer paths always pass a seed, so their episodes depend on that seed alone."""
+
+    def __init__(self) -> None:
+        self._next: int | None = None
+
+    def next(self, seed: int | None, first: int | None = None) -> int:
+        """The seed of a new episode (``seed`` as ``reset`` was given it)."""
+        if seed is None:
+            seed = self._next if self._next is not None else first
+        if seed is None:
+            seed = secrets.randbits(63)
+        self._next = (seed + 1) % SEED_LIMIT
+        return seed

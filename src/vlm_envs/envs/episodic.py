@@ -1,7 +1,8 @@
 """The frame the bundled envs share: a typed config and one running episode.
 
 An :class:`EpisodicEnv` takes its config (``config_class``) with keyword overrides at construction,
-applies a ``reset``'s ``options`` on top for one episode (:meth:`_configure`), and keeps the running
+applies a ``reset``'s ``options`` on top for one episode (:meth:`_configure`), picks its seed by gymnasium's
+rule (:meth:`_episode_seed`: an unseeded reset continues from the last seed), and keeps the running
 episode in ``_ep``: an object with ``done`` and ``success``, ``None`` before the first ``reset`` and
 after ``close``. An env of one's own may use it too; the protocol needs none of it.
 """
@@ -13,7 +14,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from vlm_envs.envs.config import overridden
+from vlm_envs.envs.config import EpisodeSeeds, overridden
 from vlm_envs.protocol import Env, EpisodeFinishedError
 
 
@@ -40,11 +41,16 @@ class EpisodicEnv(Env, Generic[ConfigT, EpisodeT]):
         self.base_config: ConfigT = overridden(config if config is not None else default, overrides)
         self.config: ConfigT = self.base_config
         self._ep: EpisodeT | None = None
+        self._seeds = EpisodeSeeds()
 
     def _configure(self, options: Mapping[str, Any] | None) -> ConfigT:
         """The config of a new episode (the env's own with ``options`` applied), now ``self.config``."""
         self.config = overridden(self.base_config, options)
         return self.config
+
+    def _episode_seed(self, seed: int | None, first: int | None = None) -> int:
+        """The seed a ``reset`` plays: ``seed``, else the one after the last (see :class:`EpisodeSeeds`)."""
+        return self._seeds.next(seed, first)
 
     def _episode(self) -> EpisodeT:
         """The current episode, over or not."""

@@ -22,7 +22,6 @@ from vlm_envs.envs.chart_calc.calc import MAX_EXPRESSION_CHARS, CalcError, evalu
 from vlm_envs.envs.chart_calc.config import ChartCalcConfig
 from vlm_envs.envs.chart_calc.generator import ChartTable, Question, generate_question, generate_table
 from vlm_envs.envs.chart_calc.renderer import render_chart
-from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
 from vlm_envs.protocol import Observation, StepInfo
@@ -79,7 +78,7 @@ class ChartCalcEnv(EpisodicEnv[ChartCalcConfig, _Episode]):
     ) -> tuple[Observation, dict[str, Any]]:
         """A new chart and question from ``seed``; ``options`` override config fields for this episode."""
         self._configure(options)
-        seed = episode_seed(seed)
+        seed = self._episode_seed(seed)
         rng = np.random.default_rng([seed, 0xC4A7])
         table = generate_table(self.config, rng)
         question = generate_question(table, self.config, rng)

@@ -18,7 +18,6 @@ from typing import Any
 
 from PIL import Image
 
-from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.fog_maze import rationale
 from vlm_envs.envs.fog_maze.actions import ACTION_NAMES, format_actions, parse_actions
@@ -60,7 +59,7 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
     ) -> tuple[Observation, dict[str, Any]]:
         """A new maze drawn from the seed; ``options`` override config fields for this episode."""
         cfg = self._configure(options)
-        seed = episode_seed(seed)
+        seed = self._episode_seed(seed)
         maze = generate_maze(cfg.size[0], cfg.size[1], cfg.loop_fraction, cfg.min_distance, seed)
         optimal = len(shortest_actions(maze.walls, maze.start, maze.heading, maze.goal, cfg.view))
         self._ep = _Episode(maze, maze.start, maze.heading, optimal, visited={maze.start}, seen=set())

@@ -9,12 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from vlm_envs.envs.config import MAX_GRADE_TIMEOUT, MAX_TURNS
+from vlm_envs.envs.config import MAX_GRADE_TIMEOUT, MAX_TURNS, EpisodeSeeds
 from vlm_envs.envs.geo3k import messages, rationale
 from vlm_envs.envs.geo3k.diagrams import DEFAULT_IMAGE_SIZE, check_image_size
 from vlm_envs.envs.geo3k.problems import Geo3kProblem, check_kinds, generate_problem
 from vlm_envs.envs.geo3k.tool_calls import CLOSE_TAG, OPEN_TAG, CallStatus, ToolCall, parse_tool_call
-from vlm_envs.protocol import IMAGE_PLACEHOLDER, SEED_LIMIT, Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.protocol import IMAGE_PLACEHOLDER, Env, EpisodeFinishedError, Observation, StepInfo
 from vlm_envs.verify import Verdict, agrade, extract_boxed, grade
 
 DEFAULT_MAX_TURNS = 3
@@ -86,7 +86,7 @@ class Geo3kEnv(Env):
         self.image_size = check_image_size(image_size)
         self.grade_timeout = grade_timeout
         self._problems = [problem] if problem is not None else list(problems or [])
-        self._next_seed = 0
+        self._seeds = EpisodeSeeds()
         self._episode: _Episode | None = None
 
     @staticmethod
@@ -144,8 +144,7 @@ class Geo3kEnv(Env):
         unknown = set(options) - {"kinds", "index"}
         if unknown:
             raise ValueError(f"unknown reset options {sorted(unknown)}; Geo3k takes 'kinds' and 'index'")
-        seed = self._next_seed if seed is None else seed
-        self._next_seed = (seed + 1) % SEED_LIMIT
+        seed = self._seeds.next(seed, first=0)
         if "index" in options:
             index = options["index"]
             if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self._problems):

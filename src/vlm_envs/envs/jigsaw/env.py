@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.jigsaw import rationale
 from vlm_envs.envs.jigsaw.actions import format_swaps, parse_swaps
@@ -55,7 +54,7 @@ class JigsawEnv(EpisodicEnv[JigsawConfig, _Episode]):
     ) -> tuple[Observation, dict[str, Any]]:
         """A picture and a shuffle drawn from the seed; ``options`` override config fields once."""
         cfg = self._configure(options)
-        seed = episode_seed(seed)
+        seed = self._episode_seed(seed)
         rng = np.random.default_rng([seed, 0x1165A])
         side = cfg.image_size - cfg.image_size % cfg.n
         info: dict[str, Any] = {"seed": seed}

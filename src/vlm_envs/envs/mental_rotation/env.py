@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.mental_rotation import rationale
 from vlm_envs.envs.mental_rotation.actions import MIRROR_WORDS, parse_turns, parse_word
@@ -70,7 +69,7 @@ class MentalRotationEnv(EpisodicEnv[MentalRotationConfig, _Episode]):
     ) -> tuple[Observation, dict[str, Any]]:
         """A shape and orientations drawn from the seed; ``options`` override config fields once."""
         cfg = self._configure(options)
-        seed = episode_seed(seed)
+        seed = self._episode_seed(seed)
         rng = np.random.default_rng([seed, 0x3D507])
         mirror = cfg.mode == "mirror"
         while True:

@@ -24,7 +24,6 @@ from typing import Any
 
 from PIL import Image
 
-from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.sokoban import rationale
 from vlm_envs.envs.sokoban.actions import format_answer, parse_answer
@@ -105,7 +104,7 @@ class SokobanEnv(EpisodicEnv[SokobanConfig, _Episode]):
         cfg = self._configure(options)
         if cfg is not before:
             self._given = cfg.given_level()
-        seed = episode_seed(cfg.rng_seed if seed is None else seed)
+        seed = self._episode_seed(seed, first=cfg.rng_seed)
         info: dict[str, Any] = {"seed": seed}
         if self._given is not None:
             layout, start = self._given

@@ -19,7 +19,6 @@ from typing import Any, ClassVar
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.config import episode_seed
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
 from vlm_envs.envs.zoom_search import rationale, renderer
@@ -104,7 +103,7 @@ class ZoomSearchEnv(EpisodicEnv[ZoomSearchConfig, _Episode]):
     ) -> tuple[Observation, dict[str, Any]]:
         """A new scene from ``seed``; ``options`` override config fields for this episode."""
         self._configure(options)
-        seed = episode_seed(seed)
+        seed = self._episode_seed(seed)
         scene = generate_scene(self.config, np.random.default_rng([seed, 0x200A]))
         canvas = renderer.draw_canvas(scene, self.config)
         view = renderer.draw_view(canvas, scene, self.config)
