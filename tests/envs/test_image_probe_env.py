@@ -24,11 +24,12 @@ def play(env: ImageProbeEnv, seed: int, reply) -> tuple[list, float, dict]:
 def looking(obs) -> str:
     """A policy that reads the image: the letter of the colour it shows."""
     rgb = obs.images[0].getpixel((0, 0))
-    return "ABCDEF"[[c for _, c in COLORS].index(rgb)]
+    distance = [sum(abs(a - b) for a, b in zip(rgb, c, strict=True)) for _, c in COLORS]
+    return "ABCDEF"[distance.index(min(distance))]
 
 
 def test_the_answer_is_in_the_image_only() -> None:
-    env = build_env("image_probe", max_turns=4, choices=3)
+    env = build_env("image_probe", questions=4, choices=3)
     seen, reward, metrics = play(env, 7, looking)
     assert reward == 1.0 and metrics == {
         "format_valid": True, "correct": True, "success": True, "accuracy": 1.0, "later_accuracy": 1.0
@@ -38,12 +39,12 @@ def test_the_answer_is_in_the_image_only() -> None:
     colors = [COLORS[c][0] for c in env._ep.colors]
     assert not any(name in text for text in texts for name in colors)  # options only in the intro
     # the same seed and config give the same images, byte for byte
-    again, _, _ = play(build_env("image_probe", max_turns=4, choices=3), 7, looking)
+    again, _, _ = play(build_env("image_probe", questions=4, choices=3), 7, looking)
     assert [o.images[0].tobytes() for o in seen[:-1]] == [o.images[0].tobytes() for o in again[:-1]]
 
 
 def test_a_blind_policy_stays_at_chance() -> None:
-    env = build_env("image_probe", max_turns=5, choices=2)
+    env = build_env("image_probe", questions=5, choices=2)
     later = [play(env, seed, lambda obs: "<answer>A</answer>")[2]["later_accuracy"] for seed in range(400)]
     assert abs(sum(later) / len(later) - 0.5) < 0.05
     oracle = [play(env, seed, lambda obs: env.oracle_response())[1] for seed in range(20)]
@@ -66,8 +67,11 @@ def test_replies(reply: str, valid: bool, right: bool) -> None:
 
 def test_presets_and_conformance() -> None:
     hard = build_env("image_probe", difficulty="hard")
-    assert (hard.config.choices, hard.config.max_turns) == (6, 5)
-    assert build_env("image_probe", difficulty="easy", max_turns=4).config.max_turns == 4
+    assert (hard.config.choices, hard.config.questions) == (6, 5)
+    assert build_env("image_probe", difficulty="easy", questions=4).config.questions == 4
+    cut = build_env("image_probe", questions=5, max_turns=2)
+    seen, reward, metrics = play(cut, 0, looking)
+    assert len(seen) == 3 and reward == 2 / 5 and metrics["accuracy"] == 1.0
     with pytest.raises(ValueError):
         build_env("image_probe", choices=7)
     check_env(build_env("image_probe"))

@@ -12,6 +12,7 @@ from typing import Any
 from vlm_envs.envs.chart_calc.calc import evaluate
 from vlm_envs.envs.fog_maze.maze import can_move
 from vlm_envs.envs.fog_maze.oracle import shortest_actions
+from vlm_envs.envs.image_probe import COLORS
 from vlm_envs.envs.jigsaw.board import swap
 from vlm_envs.envs.mental_rotation.shapes import ROTATIONS, TURNS, key, mirrored, oriented, turn
 
@@ -258,6 +259,14 @@ def frozen_lake(env: Any, reason: str, reply: str) -> None:
         assert (names.index(press) + env._offset(ep.moves + k)) % 4 == names.index(go), reason
 
 
+def image_probe(env: Any, reason: str, reply: str) -> None:
+    ep = env._ep
+    color = ep.colors[len(ep.answers)]
+    name, letter = COLORS[color][0], "ABCDEF"[color]
+    assert f"filled with {name}" in reason and f"option {letter}" in reason, reason
+    assert _answer(reply) == letter, reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -268,4 +277,5 @@ TRUTH: dict[str, Check] = {
     "mental_rotation": mental_rotation,
     "frozen_lake": frozen_lake,
     "sliding_puzzle": sliding_puzzle,
+    "image_probe": image_probe,
 }

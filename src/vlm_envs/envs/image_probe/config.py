@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from vlm_envs.envs.config import EnvConfig, TurnCap
+from vlm_envs.envs.config import MAX_TURNS, EnvConfig, TurnCap
 
 #: The colours a probe image may show, in the order of their option letters (A, B, ...).
 COLORS = (
@@ -24,13 +24,15 @@ class ImageProbeConfig(EnvConfig):
 
     #: More colours make chance lower, more turns make more later-turn images to lose.
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
-        "easy": {"choices": 2, "max_turns": 2},
-        "medium": {"choices": 3, "max_turns": 3},
-        "hard": {"choices": 6, "max_turns": 5},
+        "easy": {"choices": 2, "questions": 2},
+        "medium": {"choices": 3, "questions": 3},
+        "hard": {"choices": 6, "questions": 5},
     }
 
     #: Questions in an episode, one per reply (each turn shows a new image).
-    max_turns: TurnCap = 3
+    questions: int = Field(3, ge=1, le=MAX_TURNS)
+    #: Replies before the episode is truncated (a trainer's turn cap; above ``questions`` it never cuts).
+    max_turns: TurnCap = 8
     #: How many colours each image is drawn from (chance is 1 / choices).
     choices: int = Field(2, ge=2, le=len(COLORS))
     #: Side of each image in pixels.

@@ -4,7 +4,8 @@ Each turn shows one image, a square of one colour drawn from the seed, and asks 
 letter) names that colour. The text never says which colour is shown: the right answer of a turn
 depends only on that turn's image. A policy that never sees the images after the first turn cannot
 beat chance (``1 / choices``) on the later turns: ``later_accuracy`` tells the two apart. The
-episode plays ``max_turns`` questions; the reward is the fraction answered right.
+episode asks ``questions`` questions (truncated after ``max_turns`` replies); the reward is the
+fraction of the questions answered right.
 """
 
 from __future__ import annotations
@@ -26,15 +27,20 @@ from vlm_envs.protocol import Observation, StepInfo
 _FIRST_WORD = re.compile(r"\s*([A-Za-z]+)")
 
 
+#: How far each channel of an image may stray from its colour (seeded), so episodes differ in pixels.
+JITTER = 12
+
+
 @dataclasses.dataclass
 class _Episode:
     colors: list[int]
+    shades: list[tuple[int, int, int]]
     answers: list[bool] = dataclasses.field(default_factory=list)
     done: bool = False
 
     @property
     def success(self) -> bool:
-        return self.done and all(self.answers)
+        return len(self.answers) == len(self.colors) and all(self.answers)
 
 
 class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
@@ -49,12 +55,15 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
         cfg = self._configure(options)
         seed = self._episode_seed(seed)
         rng = np.random.default_rng([seed, 0x1A6E])
-        self._ep = _Episode(colors=[int(c) for c in rng.integers(cfg.choices, size=cfg.max_turns)])
+        colors = [int(c) for c in rng.integers(cfg.choices, size=cfg.questions)]
+        jitter = rng.integers(-JITTER, JITTER + 1, size=(cfg.questions, 3))
+        shades = [_shade(COLORS[c][1], d) for c, d in zip(colors, jitter, strict=True)]
+        self._ep = _Episode(colors=colors, shades=shades)
         options_text = ", ".join(f"{_letter(i)} = {COLORS[i][0]}" for i in range(cfg.choices))
         intro = (
             "Each turn shows one image filled with a single colour. Name it with its letter "
             f"({options_text}). Reply with the letter only, for example <answer>A</answer>. "
-            f"There are {cfg.max_turns} turns."
+            f"There are {cfg.questions} turns."
         )
         info = {"seed": seed, "colors": [COLORS[c][0] for c in self._ep.colors]}
         return self._question(intro), info
@@ -67,21 +76,23 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
         choice, error = self._parse(response_text)
         right = choice == ep.colors[turn]
         ep.answers.append(right)
-        ep.done = len(ep.answers) >= cfg.max_turns
+        finished = len(ep.answers) >= cfg.questions
+        ep.done = finished or len(ep.answers) >= cfg.max_turns
         metrics: dict[str, float | int | bool] = {"format_valid": error is None, "correct": right}
         if ep.done:
-            metrics.update(success=all(ep.answers), accuracy=sum(ep.answers) / len(ep.answers))
+            metrics.update(success=ep.success, accuracy=sum(ep.answers) / len(ep.answers))
             if len(ep.answers) > 1:
                 metrics["later_accuracy"] = sum(ep.answers[1:]) / (len(ep.answers) - 1)
         header = f"Invalid answer: {error}." if error else ("Right." if right else "Wrong.")
         if ep.done:
-            obs = Observation(text=f"{header} All {cfg.max_turns} turns are played.")
+            end = "All turns are played." if finished else "No replies are left."
+            obs = Observation(text=f"{header} {end}")
         else:
             obs = self._question(header)
         step_info = StepInfo(
-            reward=(1.0 if right else 0.0) / cfg.max_turns,
-            terminated=ep.done,
-            truncated=False,
+            reward=(1.0 if right else 0.0) / cfg.questions,
+            terminated=finished,
+            truncated=ep.done and not finished,
             metrics=metrics,
             info={"turn": turn + 1, "answer": _letter(ep.colors[turn])},
         )
@@ -90,7 +101,7 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
     def episode_reward(self) -> float:
         """The fraction of the episode's turns answered right."""
         ep = self._ep
-        return sum(ep.answers) / self.config.max_turns if ep is not None else 0.0
+        return sum(ep.answers) / self.config.questions if ep is not None else 0.0
 
     def oracle_response(self) -> str | None:
         """The letter of this turn's colour; None when the episode is over."""
@@ -98,6 +109,14 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
         if ep is None or ep.done:
             return None
         return f"<answer>{_letter(ep.colors[len(ep.answers)])}</answer>"
+
+    def oracle_rationale(self) -> str | None:
+        """What this turn's image shows and which option names it; None when the episode is over."""
+        ep = self._ep
+        if ep is None or ep.done:
+            return None
+        color = ep.colors[len(ep.answers)]
+        return f"The image is filled with {COLORS[color][0]}, which is option {_letter(color)}."
 
     def random_response(self, rng: random.Random) -> str:
         """A well-formed answer: a random option's letter."""
@@ -110,7 +129,7 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
         assert ep is not None
         turn = len(ep.answers)
         side = self.config.image_size
-        image = Image.new("RGB", (side, side), COLORS[ep.colors[turn]][1])
+        image = Image.new("RGB", (side, side), ep.shades[turn])
         return Observation.compose(header + "\n", image, f"\nTurn {turn + 1}: which colour is this?")
 
     def _parse(self, text: str) -> tuple[int | None, str | None]:
@@ -127,6 +146,11 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
         if name in colors:
             return colors.index(name), None
         return None, f"not one of the options {', '.join(n.upper() for n in names)}"
+
+
+def _shade(rgb: tuple[int, int, int], jitter: np.ndarray) -> tuple[int, int, int]:
+    r, g, b = (int(np.clip(v + int(d), 0, 255)) for v, d in zip(rgb, jitter, strict=True))
+    return r, g, b
 
 
 def _letter(index: int) -> str:
