@@ -5,7 +5,7 @@ line (``benchmarks/env_speed.py vlm_envs.envs.zoom_search``). Episodes alternate
 replies (where the env has an oracle) and ``random_response`` replies; one untimed warm-up episode goes
 first. The process is pinned to one core. Targets for every env: reset p99 <= 150 ms, step p50 <= 5 ms,
 printed beside each row as met/missed. steps/s counts steps per second of env time, resets included.
-Run: ``PYTHONPATH=src .venv/bin/python benchmarks/env_speed.py [NAME_OR_MODULE ...]``.
+Run: ``PYTHONPATH=src .venv/bin/python benchmarks/env_speed.py [--only] [NAME_OR_MODULE ...]``.
 """
 
 from __future__ import annotations
@@ -105,10 +105,12 @@ def main() -> None:
     parser.add_argument("envs", nargs="*", help="more env names or module paths (vlm_envs.envs.NAME)")
     parser.add_argument("--episodes", type=int, default=60, help="timed episodes per env (default 60)")
     parser.add_argument("--core", type=int, default=0, help="the core to pin this process to")
+    parser.add_argument("--only", action="store_true", help="measure only the envs named, not every env")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {args.core})
-    names = list(dict.fromkeys([spec.name for spec in list_envs()] + args.envs))
+    every = [] if args.only else [spec.name for spec in list_envs()]
+    names = list(dict.fromkeys(every + args.envs))
     header = (
         "env",
         "reset p50 ms",
