@@ -16,7 +16,8 @@ function (:func:`episode_reward`) and the trainer. This package is the only part
 that knows TRL (the ``trl`` extra).
 """
 
-from vlm_envs.rollout.trl.engines import PolicyEngine, VLLMSampling, VLLMServerEngine
+from vlm_envs.rollout.trl.engines import VLLMSampling, VLLMServerEngine
+from vlm_envs.rollout.trl.policy import PolicyEngine
 from vlm_envs.rollout.trl.rewards import episode_metrics, episode_reward
 from vlm_envs.rollout.trl.rollout import EpisodeRow, StockTrainerError, VlmEnvsRollout, rollout_func
 from vlm_envs.rollout.trl.trainer import (

@@ -1,4 +1,5 @@
-"""The two engines of the TRL rollout: the policy generating in this process, and TRL's vLLM client.
+"""TRL's vLLM client as an engine of the TRL rollout (the policy generating in this process is
+:mod:`vlm_envs.rollout.trl.policy`), and what both engines share.
 
 Both are :class:`~vlm_envs.rollout.engines.Engine` s: ids and images in, ids, log probs and a finish
 reason out; the episode loop checks every reply against the reply contract. Images arrive as the
@@ -8,19 +9,13 @@ resized PIL images the codec made (``EpisodeConfig(engine_images="pil")``), in p
 from __future__ import annotations
 
 import asyncio
-import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Executor
 from typing import Any
 
-import torch
 from PIL import Image
 
-from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import EngineOutput, FinishReason
-from vlm_envs.rollout.hf_model import model_inputs, sampled_log_probs
-from vlm_envs.rollout.images import train_inputs_of
 
 
 def finish_reason(ids: Sequence[int], stop_ids: Sequence[int], max_new_tokens: int) -> FinishReason:
@@ -28,56 +23,6 @@ def finish_reason(ids: Sequence[int], stop_ids: Sequence[int], max_new_tokens: i
     if ids and ids[-1] in stop_ids:
         return "stop"
     return "length" if len(ids) >= max_new_tokens else "stop"
-
-
-class PolicyEngine:
-    """The model being trained, generating in this process (``GRPOConfig(use_vllm=False)``).
-
-    ``model`` is the unwrapped policy (TRL's ``unwrap_model_for_generation``); ``generation_config``
-    is the trainer's (temperature, top-p/k, min-p, repetition penalty from ``GRPOConfig``), of which
-    each request sets ``max_new_tokens`` and the stop ids. Log probs are
-    ``log_softmax(logits / temperature)`` of the sampled tokens, what TRL's loss recomputes.
-    Generations run one at a time on ``executor`` (a single thread), so env steps of other episodes
-    go on meanwhile; images go through the codec's cache, so the model sees exactly the pixel
-    values the trainer will.
-    """
-
-    name = "trainer model"
-
-    def __init__(self, model: Any, codec: ChatCodec, generation_config: Any, executor: Executor) -> None:
-        self.model = model
-        self.codec = codec
-        self.generation_config = generation_config
-        self.executor = executor
-        self.device = next(model.parameters()).device
-
-    async def generate(
-        self, input_ids: Sequence[int], images: Sequence[Any], sampling_params: Mapping[str, Any]
-    ) -> EngineOutput:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self.executor, self._generate, list(input_ids), list(images), dict(sampling_params)
-        )
-
-    def _generate(self, ids: list[int], images: list[Image.Image], params: dict[str, Any]) -> EngineOutput:
-        config = copy.deepcopy(self.generation_config)
-        config.max_new_tokens = int(params["max_new_tokens"])
-        own = config.eos_token_id
-        own = [own] if isinstance(own, int) else list(own or [])
-        stop_ids = sorted({*own, *params.get("stop_token_ids", ())})
-        config.eos_token_id = stop_ids
-        config.output_logits, config.return_dict_in_generate = True, True
-        vision = train_inputs_of([self.codec.process_image(image) for image in images])
-        kwargs = model_inputs(ids, vision, self.codec.image_token_id, self.device)
-        with torch.no_grad():  # grad mode is per thread: this runs on the engine's thread
-            out = self.model.generate(**kwargs, generation_config=config)
-        new = out.sequences[0, len(ids) :].tolist()  # a batch of one stops at its stop id: no padding
-        log_probs = sampled_log_probs(out.logits, new, config.temperature if config.do_sample else None)
-        return EngineOutput(
-            token_ids=new,
-            log_probs=log_probs,
-            finish_reason=finish_reason(new, stop_ids, config.max_new_tokens),
-        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,7 +47,8 @@ from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, episode_record
 from vlm_envs.rollout.rows import check_row_env
 from vlm_envs.rollout.trajectory import Status, Trajectory
-from vlm_envs.rollout.trl.engines import PolicyEngine, VLLMSampling, VLLMServerEngine
+from vlm_envs.rollout.trl.engines import VLLMSampling, VLLMServerEngine
+from vlm_envs.rollout.trl.policy import PolicyEngine
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -248,30 +249,28 @@ class VlmEnvsRollout:
     async def _play_one(self, plan: Plan, engine: Engine, codec: ChatCodec) -> EpisodeRow:
         spec = plan.spec
         record: dict[str, Any] = {"env": spec.env, "seed": spec.seed}
+        # the policy batches the turns of the episodes in play: this one counts until its last turn
+        with engine.playing() if isinstance(engine, PolicyEngine) else contextlib.nullcontext():
+            traj = await self._trajectory(plan, engine, codec)
+        record.update(episode_record(traj, trainer="trl"))
+        await asyncio.to_thread(traj.train_inputs)  # tensors made off the loop
+        return episode_row(traj, codec, record)
+
+    async def _trajectory(self, plan: Plan, engine: Engine, codec: ChatCodec) -> Trajectory:
+        spec = plan.spec
         try:  # from the carrier's config, as make-dataset built it (TRL passes no other column)
             args = types.SimpleNamespace(max_turns=plan.episode.max_turns)
             name = check_row_env(spec.env)  # a registered env only: a row never chooses code to run
             env = await asyncio.to_thread(lambda: build_env(name, args=args, **spec.env_config))
         except Exception as err:  # an env that will not build fails this entry only
-            traj = Trajectory.failed(f"building the env: {type(err).__name__}: {err}")
-        else:
-            try:
-                traj = await run_episode(
-                    env,
-                    engine,
-                    codec,
-                    seed=spec.seed,
-                    config=plan.episode,
-                    fallback_prompt=plan.fallback,
-                )
-            finally:
-                with contextlib.suppress(
-                    Exception
-                ):  # an env that fails to close must not take the entry down
-                    env.close()
-        record.update(episode_record(traj, trainer="trl"))
-        await asyncio.to_thread(traj.train_inputs)  # tensors made off the loop
-        return episode_row(traj, codec, record)
+            return Trajectory.failed(f"building the env: {type(err).__name__}: {err}")
+        try:
+            return await run_episode(
+                env, engine, codec, seed=spec.seed, config=plan.episode, fallback_prompt=plan.fallback
+            )
+        finally:
+            with contextlib.suppress(Exception):  # an env that fails to close must not take the entry down
+                env.close()
 
 
 #: The rollout function ``GRPOTrainer(rollout_func=...)`` takes; ``VlmEnvsGRPOTrainer`` uses it by default.
