@@ -15,6 +15,7 @@ from typing import Any
 
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation
+from vlm_envs.rewards import RewardError, call_reward
 
 
 class PolicyError(Exception):
@@ -149,7 +150,12 @@ class TurnPolicy(Policy):
             if done:
                 status = "completed"
                 break
-        reward = 0.0 if status == "failed" else float(env.episode_reward())
+        reward = 0.0
+        if status != "failed":
+            try:
+                reward = call_reward(env.episode_reward, "the episode reward")
+            except RewardError as err:  # the same check the rollout makes (vlm_envs.rewards)
+                status, error = "failed", f"reward: {err}"
         return EpisodeResult(
             seed=seed,
             status=status,

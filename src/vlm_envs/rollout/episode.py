@@ -5,8 +5,9 @@ own ids and log probs (never re-tokenized); each observation adds the exact toke
 template puts after the assistant turn. Env steps, processor calls and image encoding run off the
 event loop. Budgets are checked before anything is sent; an observation that does not fit is
 dropped whole (tokens and images). Every engine reply is checked against the
-:class:`~vlm_envs.rollout.engines.ReplyContract` before any of it is kept. Errors end the episode
-with a status, never an exception.
+:class:`~vlm_envs.rollout.engines.ReplyContract` before any of it is kept, and every step and episode
+reward against :func:`~vlm_envs.rewards.check_reward` (a broken one ends the episode FAILED, saying
+why). Errors end the episode with a status, never an exception.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from concurrent.futures import Executor
 from typing import Any, Literal, TypeVar
 
 from vlm_envs.protocol import Env, Observation, StepInfo
+from vlm_envs.rewards import RewardError, call_reward, check_reward
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, CodecError, Encoded, ProcessedImage
 from vlm_envs.rollout.engines import (
@@ -73,6 +75,7 @@ class EpisodeConfig:
         if self.max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
         object.__setattr__(self, "history", History.parse(self.history))
+        object.__setattr__(self, "failure_reward", check_reward(self.failure_reward, "failure_reward"))
 
 
 T = TypeVar("T")
@@ -256,6 +259,11 @@ class _Episode:
             seen.step.info,
         )
         record.observation = seen.obs
+        try:
+            check_reward(seen.step.reward, f"the step reward of turn {index}")
+        except RewardError as err:  # the value is in the error; no record carries it to a trainer
+            record.reward = self.config.failure_reward
+            raise _Stop(Status.FAILED, f"reward: {err}") from None
         if seen.done:
             raise _Stop(Status.COMPLETED)
         if last_turn:
@@ -368,8 +376,13 @@ async def run_episode(
         status, error = Status.FAILED, _describe("codec", err)
     except Exception as err:  # an env's step may fail in any way; the trainer must not
         status, error = Status.FAILED, _describe("env", err)
+    traj.reward = config.failure_reward
+    if status not in (Status.FAILED, Status.ABORTED):
+        try:
+            traj.reward = call_reward(env.episode_reward, "the episode reward")
+        except RewardError as err:  # never a number a trainer could mistake for a score
+            status, error = Status.FAILED, f"reward: {err}"
     traj.status, traj.error = status, error
-    traj.reward = config.failure_reward if status in (Status.FAILED, Status.ABORTED) else _safe_reward(env)
     # an env without an episode reward (a slime-shaped one) leaves the score to the trainer's reward model
     traj.reward_from_env = status in (Status.FAILED, Status.ABORTED) or env.has_episode_reward
     if config.check_template:
@@ -381,13 +394,6 @@ async def run_episode(
             traj.status, traj.error = Status.FAILED, f"template check: {traj.template_check.detail}"
     contract.enforce(traj, episode.space)
     return traj
-
-
-def _safe_reward(env: Env) -> float:
-    try:
-        return float(env.episode_reward())
-    except Exception:  # a broken reward is the env's bug; the episode still ends with a number
-        return 0.0
 
 
 def _describe(where: str, err: BaseException) -> str:
