@@ -267,6 +267,51 @@ def image_probe(env: Any, reason: str, reply: str) -> None:
     assert _answer(reply) == letter, reason
 
 
+def minesweeper(env: Any, reason: str, reply: str) -> None:
+    field, revealed = env.field, env.revealed
+    rows, cols = field.rows, field.cols
+
+    def cell(text: str) -> int:
+        return (int(text[1:]) - 1) * cols + ord(text[0]) - ord("A")
+
+    def near(a: int, b: int) -> bool:
+        return a != b and abs(a // cols - b // cols) <= 1 and abs(a % cols - b % cols) <= 1
+
+    def number(at: int) -> int:
+        return sum(near(at, m) for m in field.mines)
+
+    head = re.match(r"(\d+) cells? (?:is|are) hidden, (\d+) of them mines\.", reason)
+    assert head and (int(head.group(1)), int(head.group(2))) == (
+        rows * cols - len(revealed),
+        len(field.mines),
+    )
+    named: list[int] = []
+    for part in reason[head.end() :].strip().rstrip(".").split("; "):
+        said = re.fullmatch(r"(?i:the) (\d) at ([A-P]\d+) (.*), so (.*) (?:is|are) safe", part)
+        if said is None:
+            said = re.fullmatch(r"No number proves a cell safe, but I know (.*) (?:is|are) safe", part)
+            assert said, reason
+            safe = [cell(c) for c in re.findall(r"[A-P]\d+", said.group(1))]
+        else:
+            k, at, why = int(said.group(1)), cell(said.group(2)), said.group(3)
+            assert at in revealed and number(at) == k, reason
+            safe = [cell(c) for c in re.findall(r"[A-P]\d+", said.group(4))]
+            assert all(near(at, c) for c in safe), reason
+            found = re.fullmatch(r"already has its (?:mine|\d mines) at (.*)", why)
+            if found:
+                mines = [cell(c) for c in re.findall(r"[A-P]\d+", found.group(1))]
+                assert len(mines) == k and all(m in field.mines and near(at, m) for m in mines), reason
+            else:
+                pair = re.fullmatch(r"has all its unknown mines next to the (\d) at ([A-P]\d+) too", why)
+                assert pair, reason
+                other = cell(pair.group(2))
+                assert other in revealed and number(other) == int(pair.group(1)), reason
+                assert all(not near(other, c) for c in safe), reason  # the cells the other number lacks
+        assert all(c not in field.mines and c not in revealed for c in safe), reason
+        named += safe
+    assert named == [cell(c) for c in _answer(reply).split(", ")], reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -277,5 +322,6 @@ TRUTH: dict[str, Check] = {
     "mental_rotation": mental_rotation,
     "frozen_lake": frozen_lake,
     "sliding_puzzle": sliding_puzzle,
+    "minesweeper": minesweeper,
     "image_probe": image_probe,
 }
