@@ -1,0 +1,46 @@
+"""Lights Out's typed config, validated once where it enters (unknown keys are errors)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap
+
+RenderMode = Literal["vision", "text", "vision+text"]
+
+
+class LightsOutConfig(EnvConfig):
+    """Everything that defines a Lights Out episode besides the seed."""
+
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+        "easy": {"n": 3, "scramble_presses": 2},
+        "medium": {"n": 4, "scramble_presses": 5},
+        "hard": {"n": 5, "scramble_presses": 10},
+    }
+
+    #: Lights per side of the board.
+    n: int = Field(5, ge=2, le=8)
+    #: Distinct random presses on a dark board that make the puzzle (the fewest presses that solve it
+    #: are at most this many).
+    scramble_presses: int = Field(6, ge=1, le=64)
+    render_mode: RenderMode = "vision"
+    max_presses_per_turn: ActionsPerTurn = 3
+    max_turns: TurnCap = 8
+    #: Pixels per light of the image.
+    cell_size: int = Field(64, ge=16, le=256)
+
+    @model_validator(mode="after")
+    def _check(self) -> LightsOutConfig:
+        if self.scramble_presses > self.n * self.n:
+            raise ValueError(f"scramble_presses {self.scramble_presses} exceeds the {self.n * self.n} lights")
+        return self
+
+    @property
+    def shows_image(self) -> bool:
+        return self.render_mode != "text"
+
+    @property
+    def shows_text(self) -> bool:
+        return self.render_mode != "vision"
