@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 # torch first and pinned: this is the CPU build on these machines; an unpinned torch pulls CUDA wheels.
 TORCH := torch==2.13.0
+# OpenEnv's client for the serve tests, without its declared deps (see the openenv-client extra).
+OPENENV := openenv==0.10.0
 
 .PHONY: install lint test clean demo
 
@@ -12,7 +14,8 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH)
-	$(BIN)/python -m pip install -q -e ".[rollout,data,dev,verl,ray,trl,verifiers]"
+	$(BIN)/python -m pip install -q -e ".[rollout,data,dev,verl,ray,trl,verifiers,serve,openenv-client]"
+	$(BIN)/python -m pip install -q --no-deps $(OPENENV)
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -15,7 +15,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from vlm_envs.cli import check, dataset, evaluate, listing, play, sft
+from vlm_envs.cli import check, dataset, evaluate, listing, play, serve, sft
 from vlm_envs.cli.common import INTERRUPTED, USAGE_ERROR, Parser, UsageError
 
 __all__ = ["INTERRUPTED", "USAGE_ERROR", "UsageError", "build_parser", "main"]
@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(interrupted="")  # what a command adds to "vlm-envs: interrupted" after Ctrl-C
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for command in (listing, check, play, evaluate, dataset, sft):
+    for command in (listing, check, play, evaluate, dataset, sft, serve):
         command.add(sub)
     return parser
 

@@ -1,0 +1,180 @@
+"""The ASGI app of ``vlm-envs serve``: OpenEnv's HTTP routes and its ``/ws`` sessions on Starlette.
+
+Why Starlette and not OpenEnv's own app (``openenv.core.env_server.create_app``, 0.10.0): its HTTP
+``/reset`` and ``/step`` build a fresh env per request (no multi-turn episode over HTTP), its env
+work runs on a thread pool inside the server process (not worker processes), and it has no bearer
+token, body cap or idle/dead-worker handling of ours; installing it also pulls gradio, whose pin
+(``pillow<13``) would move this library's Pillow. Starlette is the ASGI toolkit FastAPI (which
+OpenEnv's app is built on) stands on: the same wire format, without a validation layer per route on
+the hot path. uvicorn serves it, with ``websockets`` for ``/ws``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+
+from vlm_envs.registry import get_spec
+from vlm_envs.serve.config import ServeConfig
+from vlm_envs.serve.guards import ApiError, BearerToken, error_response, read_json, validated
+from vlm_envs.serve.service import Service
+from vlm_envs.serve.sessions import LostSession, Session, UnknownSession
+from vlm_envs.serve.websocket import websocket_endpoint
+from vlm_envs.serve.wire import (
+    OPENENV_RELEASE,
+    Action,
+    ResetFields,
+    SessionFields,
+    State,
+    StepFields,
+    WireObservation,
+)
+
+Handler = Callable[[Request, Service], Awaitable[Response]]
+
+
+def create_app(config: ServeConfig) -> Starlette:
+    """The app serving ``config``'s envs; its workers start with the app (ASGI lifespan)."""
+    service = Service(config)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await service.start()
+        try:
+            yield
+        finally:
+            await service.stop()
+
+    def route(path: str, handler: Handler, method: str) -> Route:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await handler(request, service)
+            except ApiError as err:
+                return err.response()
+
+        return Route(path, endpoint, methods=[method])
+
+    async def ws(websocket) -> None:  # type: ignore[no-untyped-def]
+        await websocket_endpoint(websocket, service)
+
+    middleware = [Middleware(BearerToken, token=config.token)] if config.token else []
+    app = Starlette(
+        routes=[
+            route("/reset", reset, "POST"),
+            route("/step", step, "POST"),
+            route("/state", state, "GET"),
+            route("/close", close, "POST"),
+            route("/health", health, "GET"),
+            route("/schema", schema, "GET"),
+            route("/metadata", metadata, "GET"),
+            WebSocketRoute("/ws", ws),
+        ],
+        middleware=middleware,
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    return app
+
+
+def _session(service: Service, session_id: str) -> Session:
+    try:
+        return service.sessions.get(session_id)
+    except UnknownSession as err:
+        raise ApiError(404, str(err)) from None
+    except LostSession as err:
+        raise ApiError(410, str(err)) from None
+
+
+def _answer(status: int, body: bytes) -> Response:
+    if status == 200:
+        return Response(body, media_type="application/json")
+    return error_response(status, body.decode(errors="replace"))
+
+
+async def reset(request: Request, service: Service) -> Response:
+    fields = validated(ResetFields, await read_json(request, service.config.max_body_bytes))
+    env = service.env_of(fields)
+    opened = fields.session_id is None
+    session = service.open(websocket=False) if opened else _session(service, fields.session_id)
+    payload = {
+        "env": env,
+        "seed": fields.seed,
+        "config": fields.config,
+        "options": fields.options,
+        "episode_id": fields.episode_id,
+    }
+    try:
+        status, body = await service.call(session, "reset", payload)
+    except ApiError:
+        if opened:
+            service.forget(session)
+        raise
+    if status != 200 and opened:  # a session whose first reset failed is not kept
+        service.forget(session)
+    return _answer(status, body)
+
+
+async def step(request: Request, service: Service) -> Response:
+    fields = validated(StepFields, await read_json(request, service.config.max_body_bytes))
+    session = _session(service, fields.session_id)
+    return _answer(*await service.call(session, "step", fields.action.text))
+
+
+async def state(request: Request, service: Service) -> Response:
+    session_id = request.query_params.get("session_id")
+    if not session_id:
+        raise ApiError(422, "give the session: GET /state?session_id=...")
+    return _answer(*await service.call(_session(service, session_id), "state", None))
+
+
+async def close(request: Request, service: Service) -> Response:
+    fields = validated(SessionFields, await read_json(request, service.config.max_body_bytes))
+    service.forget(_session(service, fields.session_id))
+    return JSONResponse({"closed": fields.session_id})
+
+
+async def health(request: Request, service: Service) -> Response:
+    sessions = service.sessions
+    return JSONResponse(
+        {
+            "status": "degraded" if sessions.draining else "healthy",
+            "sessions": len(sessions),
+            "max_sessions": sessions.max_sessions,
+            "workers": service.workers.processes,
+            "envs": sorted(service.served),
+        }
+    )
+
+
+async def schema(request: Request, service: Service) -> Response:
+    return JSONResponse(
+        {
+            "action": Action.model_json_schema(),
+            "observation": WireObservation.model_json_schema(),
+            "state": State.model_json_schema(),
+            "reset": ResetFields.model_json_schema(),
+        }
+    )
+
+
+async def metadata(request: Request, service: Service) -> Response:
+    envs = {}
+    for name, target in sorted(service.served.items()):
+        try:
+            envs[name] = get_spec(target).target
+        except Exception as err:  # an env that cannot be described is still listed
+            envs[name] = f"(unavailable: {type(err).__name__})"
+    return JSONResponse(
+        {
+            "name": "vlm-envs",
+            "description": "multi-turn vision-language environments (action: the model's reply text)",
+            "protocol": OPENENV_RELEASE,
+            "envs": envs,
+        }
+    )

@@ -1,0 +1,128 @@
+"""The server's state and the one way a call reaches a session's env: :class:`Service`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Coroutine
+from typing import Any
+
+from vlm_envs.serve.config import ServeConfig
+from vlm_envs.serve.guards import ApiError
+from vlm_envs.serve.pool import EnvWorkers, WorkerDied
+from vlm_envs.serve.sessions import Refused, Session, Sessions, lost_reason
+from vlm_envs.serve.wire import ResetFields
+
+#: How long the workers get to start (their imports) before the server starts anyway.
+READY_TIMEOUT_S = 120.0
+
+
+class Service:
+    """The workers, the session table and the count of calls in flight (what a drain waits for)."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.served = config.served()
+        self.workers = EnvWorkers(
+            config.workers, self.served, call_timeout_s=config.call_timeout_s, on_death=self._worker_died
+        )
+        self.sessions = Sessions(
+            config.max_sessions, config.idle_timeout_s, config.workers, self.workers.generation
+        )
+        self.in_flight = 0
+        self.quiet = asyncio.Event()  # set while nothing is in flight
+        self.quiet.set()
+        self._reaper: asyncio.Task | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Future] = set()
+
+    async def start(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.workers.start(self.loop)
+        await asyncio.to_thread(self.workers.wait_ready, READY_TIMEOUT_S)
+        self._reaper = asyncio.create_task(self._reap_idle())
+
+    async def stop(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+        await asyncio.to_thread(self.workers.close)
+
+    def open(self, websocket: bool) -> Session:
+        try:
+            return self.sessions.open(websocket)
+        except Refused as err:
+            raise ApiError(503, str(err)) from None
+
+    def env_of(self, fields: ResetFields) -> str:
+        """The served env a reset names (the only one when it names none); 422/404 otherwise."""
+        names = ", ".join(sorted(self.served))
+        if fields.env is None:
+            if len(self.served) == 1:
+                return next(iter(self.served))
+            raise ApiError(422, f"name the env to play: this server serves {names}")
+        if fields.env not in self.served:
+            raise ApiError(404, f"unknown env {fields.env[:80]!r}: this server serves {names}")
+        return fields.env
+
+    async def call(self, session: Session, op: str, payload: Any) -> tuple[int, bytes]:
+        """One call on ``session``'s env; worker deaths answer 500 with the reason, and the session
+        is lost (an HTTP one is closed, a WebSocket one moves to a live worker)."""
+        if self.sessions.draining and op != "close":
+            raise ApiError(503, "the server is shutting down: no new calls")
+        self.in_flight += 1
+        self.quiet.clear()
+        try:
+            async with session.lock:
+                if session.lost is not None:  # a WebSocket session whose worker died since its last call
+                    reason, session.lost = session.lost, None
+                    self.sessions.rehome(session)
+                    raise ApiError(500, f"session lost: {reason}; reset to start a new episode")
+                try:
+                    where = (session.worker, session.generation)
+                    return await self.workers.call(*where, op, session.id, payload)
+                except WorkerDied as err:
+                    if session.websocket:
+                        self.sessions.rehome(session)
+                    else:
+                        self.sessions.close(session, lost_reason(str(err)))
+                    raise ApiError(500, f"session lost: {err}; reset to start a new episode") from None
+        finally:
+            session.touch()
+            self.in_flight -= 1
+            if self.in_flight == 0:
+                self.quiet.set()
+
+    def forget(self, session: Session, reason: str | None = None) -> None:
+        """Close ``session`` and free its env in its worker (in the background)."""
+        self.sessions.close(session, reason)
+        self.background(self._free(session))
+
+    def background(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` on the loop, holding a reference until it ends."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self) -> None:
+        """Refuse new sessions and calls; return once the calls in flight have answered (or after
+        the drain timeout)."""
+        self.sessions.draining = True
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self.quiet.wait(), self.config.drain_timeout_s)
+
+    async def _free(self, session: Session) -> None:
+        with contextlib.suppress(WorkerDied):
+            await self.workers.call(session.worker, session.generation, "close", session.id, None)
+
+    def _worker_died(self, index: int, generation: int, reason: str) -> None:
+        self.sessions.worker_died(index, generation, reason)
+
+    async def _reap_idle(self) -> None:
+        every = min(5.0, self.config.idle_timeout_s / 4)
+        while True:
+            await asyncio.sleep(every)
+            for session in self.sessions.idle():
+                reason = f"session closed after {self.config.idle_timeout_s:g} s idle"
+                if session.on_close is not None:
+                    session.on_close(reason)
+                self.forget(session, reason)

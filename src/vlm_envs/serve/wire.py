@@ -1,0 +1,226 @@
+"""The wire format of ``vlm-envs serve``: OpenEnv's env protocol, as its release 0.10.0 defines it.
+
+Facts read from the ``openenv`` 0.10.0 wheel (``openenv/core/env_server/types.py``,
+``http_server.py``, ``serialization.py``, ``env_client.py``; ``openenv-core`` 0.3.0 has the same wire
+format):
+
+- HTTP ``POST /reset`` takes ``{"seed", "episode_id", ...extra fields}`` and ``POST /step``
+  ``{"action": {...}, "timeout_s", "request_id", ...extra fields}``; both answer
+  ``{"observation": {...}, "reward", "done", "metadata"}``. ``GET /state``, ``/schema``
+  (``{"action", "observation", "state"}`` JSON schemas), ``/health`` (``{"status": "healthy"}``) and
+  ``/metadata``. Errors answer ``{"detail": ...}`` (FastAPI's shape).
+- WebSocket ``/ws``: one connection is one session. The client sends ``{"type": "reset", "data":
+  {...reset fields}}``, ``{"type": "step", "data": {...action}}``, ``{"type": "state"}`` or
+  ``{"type": "close"}``; the server answers ``{"type": "observation", "data": <the HTTP reply body>}``,
+  ``{"type": "state", "data": {...}}`` or ``{"type": "error", "data": {"message", "code"}}``.
+- A refused session gets an error frame (code ``CAPACITY_REACHED``), then the socket closes.
+
+Ours on top: the action is ``{"text": <the model's whole reply>}``. The observation is
+``{"text", "images", "image_slots", "role", "metadata"}``, each image a base64 PNG string (no data
+URI prefix), the shape of OpenEnv's image-carrying envs (Atari's screen, Carla's ``camera_image``:
+base64 strings TRL's OpenEnv examples decode with ``Image.open(BytesIO(b64decode(...)))``), lossless
+in the image's own mode. The reply's ``metadata`` holds the step's ``metrics``, ``status``
+(``running``/``terminated``/``truncated``), ``terminated``, ``truncated``, ``info``,
+``episode_reward`` and ``session_id``. Over HTTP the session handle travels as a body field:
+``/reset`` answers ``metadata.session_id``; ``/step``, ``/state``, ``/close`` and a later ``/reset``
+send it back as ``"session_id"`` (OpenEnv's request models allow extra body fields).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field
+
+from vlm_envs.protocol import Observation, StepInfo
+
+#: The OpenEnv release whose wire format this module speaks.
+OPENENV_RELEASE = "openenv 0.10.0"
+#: OpenEnv's WebSocket error codes (``WSErrorCode``) that we send.
+INVALID_JSON = "INVALID_JSON"
+UNKNOWN_TYPE = "UNKNOWN_TYPE"
+VALIDATION_ERROR = "VALIDATION_ERROR"
+EXECUTION_ERROR = "EXECUTION_ERROR"
+CAPACITY_REACHED = "CAPACITY_REACHED"
+SESSION_ERROR = "SESSION_ERROR"
+#: Image modes PNG stores as they are; any other mode is sent as RGB (or RGBA with transparency).
+PNG_MODES = frozenset({"1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA"})
+
+
+class Action(BaseModel):
+    """What a client sends to ``step``: the model's whole reply."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(description="the model's whole reply text")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class WireObservation(BaseModel):
+    """The ``observation`` of a reply (the JSON schema ``/schema`` publishes)."""
+
+    text: str
+    images: list[str] = Field(description="base64 PNG images, lossless, in display order")
+    image_slots: list[int] = Field(description="character offsets into text where each image stands")
+    role: Literal["user", "tool"]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ResetFields(BaseModel):
+    """What ``reset`` takes (an HTTP body or a WebSocket message's ``data``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    env: str | None = Field(default=None, description="the env to play (optional if one is served)")
+    seed: int | None = Field(default=None, ge=0, lt=1 << 64)
+    config: dict[str, Any] = Field(default_factory=dict, description="the env's config, validated")
+    options: dict[str, Any] | None = Field(default=None, description="the env's reset options")
+    episode_id: str | None = Field(default=None, max_length=255)
+    session_id: str | None = Field(default=None, max_length=64, description="HTTP: reset this session")
+
+
+class StepFields(BaseModel):
+    """What HTTP ``/step`` takes: OpenEnv's step request plus the session handle."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: Action
+    session_id: str = Field(max_length=64)
+    timeout_s: float | None = Field(default=None, gt=0)
+    request_id: str | None = Field(default=None, max_length=255)
+
+
+class SessionFields(BaseModel):
+    """What HTTP ``/close`` takes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session_id: str = Field(max_length=64)
+
+
+class State(BaseModel):
+    """What ``state`` answers (OpenEnv's ``State``: ``episode_id``, ``step_count``, extras allowed)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    episode_id: str | None = None
+    step_count: int = 0
+    env: str | None = None
+    seed: int | None = None
+    done: bool = False
+    episode_reward: float | None = None
+    oracle_response: str | None = None
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON data: non-finite floats become ``None``, unknown objects their ``str``."""
+    if depth > 20:
+        return str(value)
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_safe(v, depth + 1) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        return json_safe(value.tolist(), depth + 1)
+    return str(value)
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    """``image`` as PNG bytes in its own mode (lossless); modes PNG lacks go as RGB/RGBA."""
+    if image.mode not in PNG_MODES:
+        image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
+    buf = io.BytesIO()
+    image.save(buf, format="PNG", compress_level=1)  # PNG is lossless at every level; 1 is fast
+    return buf.getvalue()
+
+
+def decode_image(data: str) -> Image.Image:
+    """A wire image (base64 PNG) as a loaded PIL image."""
+    image = Image.open(io.BytesIO(base64.b64decode(data, validate=True)))
+    image.load()
+    return image
+
+
+def observation_fields(obs: Observation) -> dict[str, Any]:
+    """``obs`` as the wire's ``observation`` object."""
+    return {
+        "text": obs.text,
+        "images": [base64.b64encode(png_bytes(image)).decode("ascii") for image in obs.images],
+        "image_slots": list(obs.image_slots),
+        "role": obs.role,
+        "metadata": json_safe(obs.metadata),
+    }
+
+
+def reply_body(
+    obs: Observation, info: StepInfo | None, done: bool, episode_reward: float | None, extra: Mapping
+) -> bytes:
+    """The reply to a reset (``info`` None) or a step, as OpenEnv's reset/step response JSON."""
+    terminated = bool(info and info.terminated)
+    truncated = bool(info and info.truncated)
+    status = "terminated" if terminated else "truncated" if truncated else "running"
+    metadata = {
+        "status": status,
+        "terminated": terminated,
+        "truncated": truncated,
+        "metrics": json_safe(info.metrics) if info else {},
+        "info": json_safe(info.info) if info else {},
+        "episode_reward": json_safe(episode_reward),
+        **extra,
+    }
+    body = {
+        "observation": observation_fields(obs),
+        "reward": json_safe(info.reward) if info else None,
+        "done": bool(done),
+        "metadata": metadata,
+    }
+    return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
+
+
+def parse_reply(body: Mapping[str, Any]) -> tuple[Observation, bool, StepInfo, dict[str, Any]]:
+    """A reset/step reply as our types: the observation, done, the step's info and the metadata."""
+    fields = body["observation"]
+    meta = dict(body.get("metadata") or {})
+    images = [decode_image(data) for data in fields.get("images") or []]
+    obs = Observation(
+        text=fields.get("text", ""),
+        images=images,
+        role=fields.get("role", "user"),
+        metadata=dict(fields.get("metadata") or {}),
+        image_slots=tuple(fields.get("image_slots") or ()),
+    )
+    reward = body.get("reward")
+    info = StepInfo(
+        reward=float(reward) if reward is not None else 0.0,
+        terminated=bool(meta.get("terminated", False)),
+        truncated=bool(meta.get("truncated", False)),
+        metrics=dict(meta.get("metrics") or {}),
+        info=dict(meta.get("info") or {}),
+    )
+    return obs, bool(body.get("done", False)), info, meta
+
+
+def ws_frame(kind: str, body: bytes) -> bytes:
+    """A WebSocket reply wrapping a JSON body: ``{"type": kind, "data": body}``."""
+    return b'{"type":"' + kind.encode() + b'","data":' + body + b"}"
+
+
+def ws_error(message: str, code: str) -> str:
+    """A WebSocket error frame (OpenEnv's ``WSErrorResponse``)."""
+    return json.dumps({"type": "error", "data": {"message": message, "code": code}})
+
+
+def one_line(err: BaseException | str, limit: int = 300) -> str:
+    """An error as one line of at most ``limit`` characters."""
+    text = err if isinstance(err, str) else f"{type(err).__name__}: {err}"
+    return " ".join(str(text).split())[:limit]
