@@ -40,6 +40,7 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({"slippery": True, "difficulty": "hard"}, SEEDS),
         ({"max_actions_per_turn": 1}, SEEDS),
     ],
+    "lights_out": [({}, SEEDS), ({"difficulty": "easy"}, range(20)), ({"max_presses_per_turn": 1}, SEEDS)],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)
 _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)

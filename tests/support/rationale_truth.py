@@ -312,6 +312,39 @@ def minesweeper(env: Any, reason: str, reply: str) -> None:
     assert named == [cell(c) for c in _answer(reply).split(", ")], reason
 
 
+def _lights_after(n: int, lights: int, presses: list[int]) -> int:
+    """Lights Out's board after ``presses`` (each flips the light and its four neighbours)."""
+    for cell in presses:
+        r, c = divmod(cell, n)
+        for dr, dc in ((0, 0), (1, 0), (-1, 0), (0, 1), (0, -1)):
+            if 0 <= r + dr < n and 0 <= c + dc < n:
+                lights ^= 1 << ((r + dr) * n + c + dc)
+    return lights
+
+
+def lights_out(env: Any, reason: str, reply: str) -> None:
+    n, lights = env.config.n, env._ep.lights
+
+    def cells(text: str) -> list[int]:
+        return [
+            (int(row) - 1) * n + "ABCDEFGH".index(col) for col, row in re.findall(r"\b([A-H])(\d)\b", text)
+        ]
+
+    lit = re.match(r"(\d+) lights? (?:is|are) on: (.*?)\. ", reason)
+    assert lit and int(lit.group(1)) == bin(lights).count("1"), reason
+    assert sorted(cells(lit.group(2))) == [i for i in range(n * n) if lights >> i & 1], reason
+    plan = re.search(r"turn them all off: (\d+) \((.*?)\)", reason)
+    assert plan and int(plan.group(1)) == len(cells(plan.group(2))), reason
+    assert _lights_after(n, lights, cells(plan.group(2))) == 0, reason  # the named presses solve it
+    if n <= 3:  # and no smaller set does (every set tried)
+        smaller = (s for s in range(1 << (n * n)) if bin(s).count("1") < int(plan.group(1)))
+        assert all(_lights_after(n, lights, [i for i in range(n * n) if s >> i & 1]) for s in smaller), reason
+    named = re.search(r"I press (.*?) now\.$", reason)
+    assert named, reason
+    now = plan.group(2).split(", ") if named.group(1) == "them all" else named.group(1).split(", ")
+    assert now == plan.group(2).split(", ")[: len(now)] == _answer(reply).split(", "), reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -321,6 +354,7 @@ TRUTH: dict[str, Check] = {
     "jigsaw": jigsaw,
     "mental_rotation": mental_rotation,
     "frozen_lake": frozen_lake,
+    "lights_out": lights_out,
     "sliding_puzzle": sliding_puzzle,
     "minesweeper": minesweeper,
     "image_probe": image_probe,
