@@ -1,5 +1,6 @@
-"""make-sft as a whole: seed-exact bytes, a manifest that tells the truth, a folder written whole,
-and ``--from`` keeping exactly the episodes over ``--min-reward``."""
+"""make-sft as a whole: seed-exact bytes, a manifest that tells the truth, and ``--from`` keeping
+exactly the episodes over ``--min-reward`` (the folder's safety: test_folder.py; hostile runs:
+test_hostile_runs.py)."""
 
 from __future__ import annotations
 
@@ -28,10 +29,7 @@ def test_same_arguments_write_the_same_bytes_and_the_manifest_lists_them(tmp_pat
     first = make_sft(source, tmp_path / "a", fmt=fmt)
     make_sft(source, tmp_path / "b", fmt=fmt)
     a, b = _digests(tmp_path / "a"), _digests(tmp_path / "b")
-    if fmt == "swift":  # its image paths are absolute, so the data file names its own folder
-        a.pop("data.jsonl"), b.pop("data.jsonl")
-        a.pop("manifest.json"), b.pop("manifest.json")
-    assert a == b
+    assert a == b  # image paths are relative: no file names its own folder
     manifest = json.loads((tmp_path / "a" / "manifest.json").read_text())
     assert manifest == first.manifest
     files = _digests(tmp_path / "a")
@@ -45,37 +43,15 @@ def test_same_arguments_write_the_same_bytes_and_the_manifest_lists_them(tmp_pat
         "rationale": False,
         "kept": "successes",
     }
-
-
-def test_an_existing_folder_needs_force_and_a_failed_write_leaves_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    out = tmp_path / "data"
-    make_sft(OracleSource(("jigsaw",), 1), out, fmt="swift")
-    before = _digests(out)
-    with pytest.raises(SftError, match="--force"):
-        make_sft(OracleSource(("jigsaw",), 2), out, fmt="swift")
-    assert _digests(out) == before
-
-    real = Path.write_bytes
-
-    def full_disk(self: Path, data: bytes) -> int:
-        if self.name == "data.jsonl":
-            raise OSError(28, "No space left on device")
-        return real(self, data)
-
-    monkeypatch.setattr(Path, "write_bytes", full_disk)
-    with pytest.raises(SftError, match="No space left"):
-        make_sft(OracleSource(("jigsaw",), 2), out, fmt="swift", force=True)
-    monkeypatch.undo()
-    assert _digests(out) == before  # the old data stands whole
-    assert [p.name for p in tmp_path.iterdir()] == ["data"]  # no partial folder left behind
+    assert manifest["made_by"] == "vlm-envs make-sft" and manifest["failed"] == 0
 
 
 def test_mixed_envs_and_bad_requests(tmp_path: Path) -> None:
     files = make_sft(OracleSource(("sokoban", "jigsaw"), 2), tmp_path / "mixed", fmt="llamafactory")
     assert sorted(files.manifest["envs"]) == ["jigsaw", "sokoban"]
     assert files.conversations == 4
+    with pytest.raises(SftError, match="sokoban named twice"):
+        OracleSource(("sokoban", "jigsaw", "sokoban"), 2)
     with pytest.raises(SftError, match="one env"):
         OracleSource(("sokoban", "jigsaw"), 2, env_config={"num_boxes": 1})
     with pytest.raises(SftError, match="-n"):

@@ -16,7 +16,7 @@ from PIL import Image
 from sft_helpers import MAX_TURNS
 
 from vlm_envs.sft import Conversation, FormatError, OracleSource, make_sft
-from vlm_envs.sft.formats import ImageStore, llamafactory_record, swift_record, trl_rows
+from vlm_envs.sft.formats import ImageStore, llamafactory_record, swift_record, trl_conversation, trl_rows
 
 SHAREGPT_ROLES = {"system", "user", "assistant", "tool"}
 
@@ -86,32 +86,35 @@ def test_swift_layout(tmp_path: Path, history: str) -> None:
             if "loss" in m:
                 assert m["role"] == "assistant" and m["loss"] is False and history != "full"
         assert sum(m["content"].count("<image>") for m in messages) == len(record["images"])
-        assert all(Path(p).is_absolute() and Path(p).is_file() for p in record["images"])
+        # relative to the folder, which ms-swift 4.6 reads them from with ROOT_IMAGE_DIR set to it
+        assert all(not Path(p).is_absolute() and (out / p).is_file() for p in record["images"])
 
 
 def _conversation(*messages: dict) -> Conversation:
     return Conversation(tuple(messages), tuple(m["role"] == "assistant" for m in messages))
 
 
-def test_literal_image_tags_stay_text() -> None:
+def test_literal_image_tags_stay_text(tmp_path: Path) -> None:
     image = Image.new("RGB", (8, 8), "red")
     conv = _conversation(
         {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": "go"}]},
         {"role": "assistant", "content": "I see <image> here <image>"},
     )
-    store = ImageStore()
+    store = ImageStore(tmp_path)
     record, broken = llamafactory_record(conv, store)
-    assert broken == 2 and record["images"] == list(store.files)
+    assert broken == 2 and record["images"] == list(store.names)
     assert sum(m["content"].count("<image>") for m in record["messages"]) == 1
-    record, _ = swift_record(conv, store, Path("/data"))
-    assert record["images"] == [f"/data/{next(iter(store.files))}"]
+    record, _ = swift_record(conv, store)
+    assert record["images"] == list(store.names)
 
 
-def test_images_are_written_once_per_content() -> None:
-    store = ImageStore()
+def test_images_are_written_once_per_content(tmp_path: Path) -> None:
+    store = ImageStore(tmp_path)
     a, b = Image.new("RGB", (8, 8), "red"), Image.new("RGB", (8, 8), "blue")
     assert store.add(a) == store.add(a.copy()) != store.add(b)
-    assert len(store.files) == 2
+    assert len(store.names) == 2 and sorted(p.name for p in (tmp_path / "images").iterdir()) == sorted(
+        Path(n).name for n in store.names
+    )
 
 
 def test_trl_refuses_an_image_in_a_tool_message() -> None:
@@ -124,4 +127,27 @@ def test_trl_refuses_an_image_in_a_tool_message() -> None:
     )
     with pytest.raises(FormatError, match="tool message"):
         trl_rows(conv)
+    with pytest.raises(FormatError, match="tool message"):
+        trl_conversation(conv)
     assert len(trl_rows(_conversation(*conv.messages[:2]))) == 1
+
+
+def test_a_trl_conversation_holds_every_turn_and_each_image_once() -> None:
+    red, blue = Image.new("RGB", (8, 8), "red"), Image.new("RGB", (8, 8), "blue")
+    conv = _conversation(
+        {"role": "system", "content": "rules"},
+        {"role": "user", "content": [{"type": "image", "image": red}, {"type": "text", "text": "go"}]},
+        {"role": "assistant", "content": "<answer>Up</answer>"},
+        {"role": "user", "content": [{"type": "image", "image": blue}, {"type": "text", "text": "again"}]},
+        {"role": "assistant", "content": "<answer>Left</answer>"},
+    )
+    row = trl_conversation(conv)
+    assert row["images"] == [red, blue]
+    assert [m["role"] for m in row["messages"]] == ["system", "user", "assistant", "user", "assistant"]
+    assert row["messages"][3]["content"] == [
+        {"type": "image", "text": None},
+        {"type": "text", "text": "again"},
+    ]
+    assert row["messages"][4]["content"] == [{"type": "text", "text": "<answer>Left</answer>"}]
+    # the per-reply layout repeats the context: reply k's prompt holds images 1..k
+    assert [len(r["images"]) for r in trl_rows(conv)] == [1, 2]

@@ -1,5 +1,6 @@
-"""``--format trl`` data through TRL's own SFTTrainer: its collator masks everything but the replies,
-its ids are the rollout's, and a few real training steps lower the loss on a tiny Qwen2-VL."""
+"""``--format trl --history window:K`` data (one prompt-completion row per reply) through TRL's own
+SFTTrainer: its collator masks everything but the reply, its ids are the rollout's, and a few real
+training steps lower the loss on a tiny Qwen2-VL. (Whole conversations: test_trl_conversations.py.)"""
 
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl
 @pytest.fixture(scope="module")
 def trl_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("trl") / "sokoban"
-    make_sft(OracleSource(("sokoban",), 3, max_turns=MAX_TURNS), out, fmt="trl")
+    # the per-reply layout: a window as long as the turn cap keeps every past turn in each row's prompt
+    make_sft(
+        OracleSource(("sokoban",), 3, max_turns=MAX_TURNS), out, fmt="trl", history=f"window:{MAX_TURNS}"
+    )
     return out
 
 

@@ -11,10 +11,16 @@ the observation after the last reply is not part of it. Two sources: the env's o
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from vlm_envs.protocol import DEFAULT_MAX_TURNS, Env, Observation, StepInfo
+
+#: A chat-template control token written as text (``<|im_end|>``, ``<|im_start|>``, ``<|image_pad|>``):
+#: the special tokens of Qwen's (and Llama 3's) templates all have this shape, and a tokenizer turns
+#: such text into the control ids themselves, so a reply holding one would forge structure in training.
+SPECIAL_TOKEN = re.compile(r"<\|[A-Za-z0-9_]+\|>")
 
 
 class DemonstrationError(ValueError):
@@ -36,6 +42,17 @@ class Demonstration:
     def replies(self) -> int:
         """How many assistant turns the conversation holds."""
         return sum(m["role"] == "assistant" for m in self.messages)
+
+    def special_tokens(self) -> list[str]:
+        """The control tokens written as text in any message (a served model's reply, or an env
+        quoting one), in order."""
+        found = []
+        for message in self.messages:
+            content = message["content"]
+            texts = [content] if isinstance(content, str) else [p.get("text") or "" for p in content]
+            for text in texts:
+                found += SPECIAL_TOKEN.findall(str(text))
+        return found
 
 
 def oracle_reply(env: Env, rationale: bool) -> str:

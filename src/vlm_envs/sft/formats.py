@@ -23,9 +23,8 @@ others. Facts about each layout, read from the trainers' source:
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,16 +47,21 @@ class FormatError(ValueError):
 
 
 class ImageStore:
-    """PNG files under ``images/``, one per distinct image, named by a digest of their bytes."""
+    """PNG files under ``images/`` of ``root``, one per distinct image, named by a digest of their
+    bytes and written when first added."""
 
-    def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.names: set[str] = set()
 
     def add(self, image: Image.Image) -> str:
         """The relative path of ``image``'s PNG (written once however often it is added)."""
         data = png_bytes(image)
         path = f"images/{hashlib.sha256(data).hexdigest()[:24]}.png"
-        self.files.setdefault(path, data)
+        if path not in self.names:
+            (self.root / "images").mkdir(exist_ok=True)
+            (self.root / path).write_bytes(data)
+            self.names.add(path)
         return path
 
 
@@ -73,60 +77,69 @@ def _is_image(part: dict[str, Any]) -> bool:
 # ---- TRL ------------------------------------------------------------------------------------------
 
 
+def _trl_message(message: dict[str, Any], images: list[Image.Image]) -> dict[str, Any]:
+    """A message with TRL's image placeholders (``{"type": "image"}``), its images appended to ``images``."""
+    parts = []
+    for part in _parts(message):
+        if _is_image(part):
+            if message["role"] == "tool":
+                raise FormatError(
+                    "TRL 1.16's vision collator places no image in a tool message "
+                    "(prepare_multimodal_messages skips role 'tool'); write this env's data "
+                    "with --format swift or --format llamafactory"
+                )
+            images.append(part["image"])
+            parts.append({"type": "image", "text": None})
+        else:
+            parts.append({"type": "text", "text": str(part.get("text", ""))})
+    return {"role": message["role"], "content": parts}
+
+
+def trl_conversation(conversation: Conversation) -> dict[str, Any]:
+    """One language-modeling row: every message (``messages``) and each image once, in order
+    (``images``). With ``assistant_only_loss=True``, TRL trains the assistant replies only."""
+    images: list[Image.Image] = []
+    messages = [_trl_message(m, images) for m in conversation.messages]
+    return {"messages": messages, "images": images}
+
+
 def trl_rows(conversation: Conversation) -> list[dict[str, Any]]:
-    """One prompt-completion row per trained reply: the messages before it, it, and the prompt's images."""
+    """One prompt-completion row per trained reply (a windowed turn has one): the messages before
+    it, it, and the prompt's images."""
     rows = []
     for index, trained in enumerate(conversation.trained):
         if not trained:
             continue
-        prompt, images = [], []
-        for message in conversation.messages[:index]:
-            parts = []
-            for part in _parts(message):
-                if _is_image(part):
-                    if message["role"] == "tool":
-                        raise FormatError(
-                            "TRL 1.16's vision collator places no image in a tool message "
-                            "(prepare_multimodal_messages skips role 'tool'); write this env's data "
-                            "with --format swift or --format llamafactory"
-                        )
-                    images.append(part["image"])
-                    parts.append({"type": "image", "text": None})
-                else:
-                    parts.append({"type": "text", "text": str(part.get("text", ""))})
-            prompt.append({"role": message["role"], "content": parts})
+        images: list[Image.Image] = []
+        prompt = [_trl_message(m, images) for m in conversation.messages[:index]]
         reply = conversation.messages[index]
         completion = [{"role": "assistant", "content": [{"type": "text", "text": reply["content"]}]}]
         rows.append({"prompt": prompt, "completion": completion, "images": images})
     return rows
 
 
-def write_trl(rows: list[dict[str, Any]], extra: dict[str, list[Any]]) -> bytes:
-    """The parquet bytes of TRL rows (``images`` an image feature), with ``extra`` columns beside."""
+def trl_features(per_reply: bool) -> Any:
+    """The ``datasets`` features of a TRL file: ``messages`` rows, or ``prompt``/``completion``
+    rows (``per_reply``), with ``images`` and the ``env``, ``seed`` (and ``turn``) they came from."""
     import datasets  # the data extra
 
-    datasets.disable_progress_bars()  # make-sft prints its own lines
     text = datasets.Value("string")
     message = {"role": text, "content": datasets.List({"type": text, "text": text})}
-    features = datasets.Features(
+    columns = {"prompt": datasets.List(message), "completion": datasets.List(message)} if per_reply else {}
+    return datasets.Features(
         {
-            "prompt": datasets.List(message),
-            "completion": datasets.List(message),
+            **(columns or {"messages": datasets.List(message)}),
             "images": datasets.List(datasets.Image()),
             "env": text,
             "seed": datasets.Value("uint64"),
-            "turn": datasets.Value("int32"),
+            **({"turn": datasets.Value("int32")} if per_reply else {}),
         }
     )
-    columns = {
-        "prompt": [r["prompt"] for r in rows],
-        "completion": [r["completion"] for r in rows],
-        "images": [[{"bytes": png_bytes(im), "path": None} for im in r["images"]] for r in rows],
-        **extra,
-    }
-    buffer = io.BytesIO()
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(buffer)
-    return buffer.getvalue()
+
+
+def trl_arrow_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as its parquet columns hold it (images as PNG bytes)."""
+    return {**row, "images": [{"bytes": png_bytes(im), "path": None} for im in row["images"]]}
 
 
 # ---- LLaMA-Factory and ms-swift -------------------------------------------------------------------
@@ -191,9 +204,10 @@ def llamafactory_info(file_name: str, with_images: bool) -> bytes:
     return (json.dumps(info, indent=2) + "\n").encode()
 
 
-def swift_record(conversation: Conversation, store: ImageStore, root: Path) -> tuple[dict[str, Any], int]:
-    """One ms-swift line: messages (past replies of a windowed turn with ``"loss": false``), images."""
-    messages, images, broken = tagged_messages(conversation, store, lambda rel: str(root / rel))
+def swift_record(conversation: Conversation, store: ImageStore) -> tuple[dict[str, Any], int]:
+    """One ms-swift line: messages (past replies of a windowed turn with ``"loss": false``), images
+    as paths relative to the folder (ms-swift reads them with ``ROOT_IMAGE_DIR`` set to it)."""
+    messages, images, broken = tagged_messages(conversation, store, str)
     for message, trained in zip(messages, conversation.trained, strict=True):
         if message["role"] == "assistant" and not trained:
             message["loss"] = False
@@ -203,6 +217,6 @@ def swift_record(conversation: Conversation, store: ImageStore, root: Path) -> t
     return record, broken
 
 
-def json_lines(records: Sequence[dict[str, Any]]) -> bytes:
-    """JSONL bytes (UTF-8, keys in insertion order)."""
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
+def json_line(record: dict[str, Any]) -> bytes:
+    """One JSON line (UTF-8, keys in insertion order)."""
+    return (json.dumps(record, ensure_ascii=False) + "\n").encode()
