@@ -8,7 +8,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
+from vlm_envs import Env, build_env, list_envs
 from vlm_envs.envs.config import LEVELS, EnvConfig, TurnCap, overridden
+from vlm_envs.envs.episodic import EpisodicEnv
 
 
 class Toy(EnvConfig):
@@ -67,3 +69,62 @@ def test_a_preset_value_is_validated_like_any_other():
         Broken(difficulty="hard")
     with pytest.raises(ValueError, match=r"one of \['easy', 'hard'\]"):
         Broken(difficulty="medium")
+
+
+# -- every registered env ---------------------------------------------------------------------------
+
+ENV_NAMES = [spec.name for spec in list_envs()]
+
+
+def presets_of(env: Env) -> dict[str, dict[str, Any]]:
+    """An env's presets: its config class's, or (an env without an EnvConfig, as Geo3k) its own."""
+    return env.config_class.PRESETS if isinstance(env, EpisodicEnv) else getattr(type(env), "PRESETS", {})
+
+
+def knob(env: Env, key: str) -> Any:
+    value = getattr(env.config if isinstance(env, EpisodicEnv) else env, key)
+    return tuple(value) if isinstance(value, list) else value
+
+
+@pytest.mark.parametrize("name", ENV_NAMES)
+def test_every_env_has_the_three_levels_and_each_preset_applies(name):
+    presets = presets_of(build_env(name))
+    assert set(presets) == set(LEVELS), f"{name} needs a preset for each of {LEVELS}"
+    for level in LEVELS:
+        env = build_env(name, difficulty=level)
+        assert {key: knob(env, key) for key in presets[level]} == presets[level]
+        assert knob(env, "difficulty") == level
+        obs, _ = env.reset(seed=0)
+        assert obs.text
+        env.close()
+    assert presets["easy"] != presets["hard"]
+
+
+@pytest.mark.parametrize("name", ENV_NAMES)
+def test_every_env_lets_an_explicit_knob_win_over_its_preset(name):
+    presets = presets_of(build_env(name))
+    won = 0
+    for level, other in (("hard", "easy"), ("easy", "hard")):
+        for key, value in presets[other].items():
+            if presets[level].get(key) == value:
+                continue
+            try:
+                env = build_env(name, difficulty=level, **{key: value})
+            except ValueError:  # this knob alone does not fit the rest of the level's preset
+                continue
+            assert knob(env, key) == value and knob(env, "difficulty") == level
+            won += 1
+    assert won >= 1
+
+
+@pytest.mark.parametrize("name", ENV_NAMES)
+def test_every_env_refuses_a_bad_level_with_a_value_error(name):
+    for level in ("extreme", "Hard", 2, True, ["easy"]):
+        with pytest.raises(ValueError, match="difficulty must be one of"):
+            build_env(name, difficulty=level)
+    env = build_env(name)
+    if isinstance(env, EpisodicEnv):  # a level per episode, as a reset option
+        with pytest.raises(ValueError, match="difficulty must be one of"):
+            env.reset(seed=0, options={"difficulty": "extreme"})
+        assert env.reset(seed=0, options={"difficulty": "hard"})[0].text
+        assert env.config.difficulty == "hard"

@@ -277,7 +277,18 @@ HOSTILE_VALUES: list[Any] = [
     np.bool_(True),
 ]
 #: Option names many envs read, tried on every env as well as its own config keys.
-COMMON_KEYS = ["max_turns", "image_size", "size", "kinds", "index", "level", "seed", "view", "render_mode"]
+COMMON_KEYS = [
+    "max_turns",
+    "image_size",
+    "size",
+    "kinds",
+    "index",
+    "level",
+    "seed",
+    "view",
+    "render_mode",
+    "difficulty",
+]
 
 
 def config_keys(env: Env) -> list[str]:

@@ -83,12 +83,7 @@ class EnvConfig(BaseModel):
     @classmethod
     def preset(cls, level: Any) -> dict[str, Any]:
         """The knob values of ``level``; a ``ValueError`` naming the levels for anything else."""
-        if not isinstance(level, str) or level not in LEVELS or level not in cls.PRESETS:
-            known = [lv for lv in LEVELS if lv in cls.PRESETS]
-            if not known:
-                raise ValueError(f"{cls.__name__} has no difficulty presets (difficulty must be None)")
-            raise ValueError(f"difficulty must be one of {known} or None, got {level!r:.40}")
-        return dict(cls.PRESETS[level])
+        return preset_of(cls.PRESETS, level, cls.__name__)
 
     @model_validator(mode="wrap")
     @classmethod
@@ -108,6 +103,17 @@ class EnvConfig(BaseModel):
             return data
         tuples = {name for name, field in cls.model_fields.items() if _is_tuple(field.annotation)}
         return {key: _as_tuple(plain(v)) if key in tuples else plain(v) for key, v in data.items()}
+
+
+def preset_of(presets: Mapping[str, Mapping[str, Any]], level: Any, owner: str) -> dict[str, Any]:
+    """``presets[level]`` (a copy) for a level of :data:`LEVELS` that ``owner`` has a preset for; else a
+    ``ValueError`` naming the levels it has (for envs whose config is not an :class:`EnvConfig`)."""
+    if not isinstance(level, str) or level not in LEVELS or level not in presets:
+        known = [lv for lv in LEVELS if lv in presets]
+        if not known:
+            raise ValueError(f"{owner} has no difficulty presets (difficulty must be None)")
+        raise ValueError(f"difficulty must be one of {known} or None, got {level!r:.40}")
+    return dict(presets[level])
 
 
 def plain(value: Any) -> Any:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -27,6 +27,30 @@ APPLICABLE: dict[ChartKind, tuple[QuestionKind, ...]] = {
 
 class ChartCalcConfig(EnvConfig):
     """Everything that defines a ChartCalc episode besides the seed."""
+
+    #: ``difficulty``: chart kinds, categories and series, questions, replies (medium: the defaults).
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+        "easy": {
+            "kinds": ("bar", "pie"),
+            "categories": (3, 4),
+            "questions": ("difference", "sum", "which"),
+            "max_turns": DEFAULT_MAX_TURNS,
+        },
+        "medium": {
+            "kinds": CHART_KINDS,
+            "categories": (4, 6),
+            "series": (2, 3),
+            "questions": QUESTION_KINDS,
+            "max_turns": DEFAULT_MAX_TURNS,
+        },
+        "hard": {
+            "kinds": ("grouped_bar", "line"),
+            "categories": (6, 8),
+            "series": (3, 4),
+            "questions": ("ratio", "mean", "percent_change"),
+            "max_turns": 3,
+        },
+    }
 
     #: Chart kinds drawn from (uniformly).
     kinds: tuple[ChartKind, ...] = CHART_KINDS

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -13,6 +13,20 @@ RenderMode = Literal["vision", "text", "vision+text"]
 
 class FogMazeConfig(EnvConfig):
     """Everything that defines a FogMaze episode besides the seed."""
+
+    #: ``difficulty``: the maze, how far the goal is, how much the fog hides, the move budget (medium: the
+    #: defaults). Hard's mazes need at most 87 moves over seeds 0-299, well inside its 150.
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+        "easy": {"size": (5, 5), "min_distance": 4, "view_size": 5},
+        "medium": {"size": (9, 9), "min_distance": 8, "view_size": 3},
+        "hard": {
+            "size": (13, 13),
+            "min_distance": 18,
+            "view_size": 3,
+            "loop_fraction": 0.05,
+            "max_moves": 150,
+        },
+    }
 
     #: (rows, cols) in cells.
     size: tuple[int, int] = (9, 9)

@@ -9,15 +9,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from vlm_envs.envs.config import MAX_GRADE_TIMEOUT, MAX_TURNS, EpisodeSeeds
+from vlm_envs.envs.config import MAX_GRADE_TIMEOUT, MAX_TURNS, EpisodeSeeds, plain, preset_of
 from vlm_envs.envs.geo3k import messages, rationale
 from vlm_envs.envs.geo3k.diagrams import DEFAULT_IMAGE_SIZE, check_image_size
-from vlm_envs.envs.geo3k.problems import Geo3kProblem, check_kinds, generate_problem
+from vlm_envs.envs.geo3k.problems import KINDS, Geo3kProblem, check_kinds, generate_problem
 from vlm_envs.envs.geo3k.tool_calls import CLOSE_TAG, OPEN_TAG, CallStatus, ToolCall, parse_tool_call
 from vlm_envs.protocol import IMAGE_PLACEHOLDER, Env, EpisodeFinishedError, Observation, StepInfo
 from vlm_envs.verify import Verdict, agrade, extract_boxed, grade
 
 DEFAULT_MAX_TURNS = 3
+#: ``difficulty``: problem kinds and replies. Easy: one formula on the labelled numbers (areas, arcs,
+#: inscribed angles) with two answer checks; hard: trigonometry, angle algebra, composite polygons and
+#: similar triangles, one reply and no check. Medium: the defaults (every kind).
+PRESETS: dict[str, dict[str, Any]] = {
+    "easy": {"kinds": ("triangle", "circle"), "max_turns": 3},
+    "medium": {"kinds": tuple(KINDS), "max_turns": 3},
+    "hard": {"kinds": ("right_triangle", "angle", "polygon", "similar"), "max_turns": 1},
+}
 
 
 @dataclass(frozen=True)
@@ -51,25 +59,33 @@ class Geo3kEnv(Env):
     with a ``calc_score`` tool call gets a ``tool`` observation saying whether the answer matches;
     a reply without one ends the episode. The final answer is the last ``\\boxed{}`` the model wrote
     or its last tool answer, whichever came later; the reward is 1.0 if it is correct, else 0.0.
-    Tool instructions are in the first observation (``system_prompt()`` is ``None``).
+    Tool instructions are in the first observation (``system_prompt()`` is ``None``). ``difficulty``
+    picks a preset of ``kinds`` and ``max_turns`` (:data:`PRESETS`); a knob given explicitly wins.
     """
 
     description: ClassVar[str] = "Geo3k geometry problems with diagrams and a calc_score answer-checking tool"
+    #: The ``difficulty`` presets (:data:`PRESETS`).
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = PRESETS
 
     def __init__(
         self,
         *,
         problem: Geo3kProblem | None = None,
         problems: Sequence[Geo3kProblem] | None = None,
-        max_turns: int = DEFAULT_MAX_TURNS,
+        max_turns: int | None = None,
         kinds: Sequence[str] | None = None,
         image_size: int = DEFAULT_IMAGE_SIZE,
         grade_timeout: float | None = None,
+        difficulty: str | None = None,
     ):
         if problem is not None and problems is not None:
             raise ValueError("give either one problem or a list of problems, not both")
         if problems is not None and not len(problems):
             raise ValueError("the list of problems is empty")
+        difficulty = plain(difficulty)
+        preset = {} if difficulty is None else preset_of(PRESETS, difficulty, "Geo3k")
+        max_turns = preset.get("max_turns", DEFAULT_MAX_TURNS) if max_turns is None else max_turns
+        kinds = preset.get("kinds") if kinds is None else kinds
         if isinstance(max_turns, bool) or not isinstance(max_turns, int) or not 1 <= max_turns <= MAX_TURNS:
             raise ValueError(f"max_turns must be an int from 1 to {MAX_TURNS}, got {max_turns!r:.40}")
         if grade_timeout is not None and not (
@@ -82,6 +98,7 @@ class Geo3kEnv(Env):
                 f"got {grade_timeout!r:.40}"
             )
         self.max_turns = max_turns
+        self.difficulty = difficulty
         self.kinds = check_kinds(kinds)
         self.image_size = check_image_size(image_size)
         self.grade_timeout = grade_timeout

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field
 
-from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap
+from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap, location
 
 RenderMode = Literal["vision", "text", "vision+text"]
 
@@ -14,13 +14,20 @@ RenderMode = Literal["vision", "text", "vision+text"]
 class JigsawConfig(EnvConfig):
     """Everything that defines a Jigsaw episode besides the seed."""
 
+    #: ``difficulty``: tiles per side, position numbers on the picture, turns (medium: the defaults).
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+        "easy": {"n": 2, "numbers": True, "max_turns": 8},
+        "medium": {"n": 3, "numbers": True, "max_turns": 8},
+        "hard": {"n": 4, "numbers": False, "max_turns": 6},
+    }
+
     #: Tiles per side: the picture is cut into n x n tiles.
     n: int = Field(3, ge=2, le=4)
     #: Draw each tile's position number on the picture.
     numbers: bool = True
     #: A folder of the user's own images (PNG/JPEG/WebP), one picked by the seed from the sorted listing;
     #: None: a picture drawn from the seed.
-    image_dir: str | None = None
+    image_dir: str | None = location()
     render_mode: RenderMode = "vision"
     max_swaps_per_turn: ActionsPerTurn = 4
     max_turns: TurnCap = 8

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -11,6 +11,13 @@ from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap
 
 class MentalRotationConfig(EnvConfig):
     """Everything that defines a MentalRotation episode besides the seed."""
+
+    #: ``difficulty``: cubes in the shape, quarter turns from the target, replies (medium: the defaults).
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+        "easy": {"min_cubes": 4, "max_cubes": 5, "min_turns": 1, "max_turns": 6},
+        "medium": {"min_cubes": 5, "max_cubes": 8, "min_turns": 1, "max_turns": 4},
+        "hard": {"min_cubes": 8, "max_cubes": 12, "min_turns": 2, "max_turns": 2},
+    }
 
     #: ``rotate``: turn the current view until it matches the target; ``mirror``: one reply, same or mirror.
     mode: Literal["rotate", "mirror"] = "rotate"

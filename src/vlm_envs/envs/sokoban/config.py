@@ -8,7 +8,7 @@ Names follow the slime example's ``SokobanEnvConfig`` where they overlap (``grid
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -33,6 +33,13 @@ MAX_SOLVER_NODES = 1_000_000
 
 class SokobanConfig(EnvConfig):
     """Everything that defines a Sokoban episode besides the seed."""
+
+    #: ``difficulty``: the board, its boxes and the least optimal length (medium: the defaults).
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+        "easy": {"grid_size": (5, 5), "num_boxes": 1},
+        "medium": {"grid_size": (6, 6), "num_boxes": 1},
+        "hard": {"grid_size": (8, 8), "num_boxes": 2, "min_moves": 12},
+    }
 
     grid_size: tuple[int, int] = (6, 6)
     num_boxes: int = Field(1, ge=1, le=MAX_BOXES)

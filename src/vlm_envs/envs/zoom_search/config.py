@@ -7,7 +7,7 @@ tool's crop of the object's box.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -31,6 +31,34 @@ MAX_CANVAS = 8192
 
 class ZoomSearchConfig(EnvConfig):
     """Everything that defines a ZoomSearch episode besides the seed."""
+
+    #: ``difficulty``: canvas, objects, code length, zooms and replies (medium: the defaults).
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
+        "easy": {
+            "canvas": 2688,
+            "glyph_px": 12,
+            "distractors": 10,
+            "code_length": 3,
+            "max_zooms": 6,
+            "max_turns": 8,
+        },
+        "medium": {
+            "canvas": 3584,
+            "glyph_px": 14,
+            "distractors": 40,
+            "code_length": 4,
+            "max_zooms": 4,
+            "max_turns": 6,
+        },
+        "hard": {
+            "canvas": 3584,
+            "glyph_px": 14,
+            "distractors": 48,
+            "code_length": 5,
+            "max_zooms": 2,
+            "max_turns": 3,
+        },
+    }
 
     #: Side of the square canvas in px; an integer multiple (>= 2) of ``view``.
     canvas: int = Field(3584, ge=2 * VIEW_MULTIPLE, le=MAX_CANVAS)
