@@ -54,6 +54,35 @@ EpisodeActions = Annotated[int, Field(ge=1, le=MAX_EPISODE_ACTIONS)]
 #: A reward term a config sets.
 RewardTerm = Annotated[float, Field(ge=0.0, le=MAX_REWARD_TERM)]
 
+#: The field-metadata mark of a config key that names a file, a folder or a hub id (:func:`location`).
+LOCATION_MARK = "vlm_envs_location"
+
+
+def location(default: Any = None, **kwargs: Any) -> Any:
+    """A config field that names a file, a folder or a hub id. Such a key is set with the env (its
+    registration's config, the user's own module), never by a dataset row: rows choose episodes, not
+    files (a trainer refuses a row that sets one, :func:`location_keys`)."""
+    return Field(default, json_schema_extra={LOCATION_MARK: True}, **kwargs)
+
+
+def location_keys(target: Any) -> frozenset[str]:
+    """The config keys of an env target (an ``Env`` class, or a module with ``build_env``) that name
+    files, folders or hub ids: the :func:`location` fields of its configs (an env class's
+    ``config_class``, a module's config and env classes) and a module's ``LOCATION_KEYS`` (an env
+    configured without an :class:`EnvConfig`)."""
+    keys = set(getattr(target, "LOCATION_KEYS", ()))
+    members = list(vars(target).values()) if isinstance(target, types.ModuleType) else [target]
+    for member in members:
+        config = getattr(member, "config_class", member) if isinstance(member, type) else None
+        if isinstance(config, type) and issubclass(config, EnvConfig):
+            keys.update(
+                name
+                for name, field in config.model_fields.items()
+                if isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get(LOCATION_MARK)
+            )
+    return frozenset(keys)
+
+
 #: A difficulty level.
 Level = Literal["easy", "medium", "hard"]
 #: The levels, easiest first.

@@ -13,7 +13,9 @@ A row names its episode in a metadata mapping (slime's ``sample.metadata``, verl
 A row is data, perhaps downloaded: it never chooses code to run. It may name a registered env (an
 entry point's or :func:`vlm_envs.register`'s name, or the module that entry names); a module path
 or file only where the trainer's own config lists it (:func:`check_row_env`; TRL's carrier has no
-such config: its rows name registered envs only). Nothing is coerced:
+such config: its rows name registered envs only). Its ``env_config`` chooses episodes, never files: a key
+the env marks as naming a file, folder or hub id (Geo3k's ``dataset``, Jigsaw's ``image_dir``:
+:func:`vlm_envs.envs.config.location_keys`) is refused (:func:`check_row_config`). Nothing is coerced:
 a seed of 3.7 or ``True``, or ``max_turns: 0``, is refused, never read as 3, 1 or the default.
 Trainer-neutral: this module knows no trainer.
 """
@@ -25,8 +27,9 @@ import numbers
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from vlm_envs.envs.config import location_keys
 from vlm_envs.protocol import check_seed
-from vlm_envs.registry import list_envs
+from vlm_envs.registry import get_spec, list_envs
 
 HOW_TO_ALLOW = (
     "a row may name a registered env ({known}); a module path or file only where the trainer's own "
@@ -117,3 +120,19 @@ def check_row_env(env: str, allowed: Collection[str] = ()) -> str:
         return env
     known = ", ".join(spec.name for spec in specs) or "none"
     raise RowError(f"the row names env {env!r:.120}, which is refused: " + HOW_TO_ALLOW.format(known=known))
+
+
+def check_row_config(env: str, env_config: Mapping[str, Any]) -> None:
+    """:class:`RowError` naming the first key of the row's ``env_config`` that the env ``env`` (which
+    the row may name: :func:`check_row_env`) marks as naming a file, folder or hub id. An env config
+    that sets keys loads the env's module to read its marks (it is built next anyway)."""
+    if not env_config:
+        return
+    keys = sorted(location_keys(get_spec(env).load()) & set(env_config))
+    if keys:
+        raise RowError(
+            f"the row's env_config sets {keys[0]!r}, which names a file, folder or hub id and is refused: "
+            f"rows choose episodes, not files. Configure it with the env where the episodes play, e.g. "
+            f"vlm_envs.register('my_env', {get_spec(env).target!r}, {keys[0]}=...) "
+            f"(or an entry point), and name that env in the rows"
+        )

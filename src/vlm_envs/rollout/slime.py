@@ -60,7 +60,7 @@ from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.offload import rollout_executor
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, episode_record
-from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_env, turn_cap
+from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample, make_train_inputs
 from vlm_envs.rollout.worker_process import EpisodeJob
@@ -137,6 +137,7 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
     env = check_row_env(row.env, allowed) if row.env else path
     if not env:
         raise ValueError(HOW_TO_NAME_AN_ENV)
+    check_row_config(env, row.env_config)  # rows choose episodes, not files
     yaml_turns = turn_cap(getattr(args, "max_turns", None), "max_turns in the --custom-config-path YAML")
     max_turns = row.max_turns if row.max_turns is not None else yaml_turns
     max_new = sampling_params.get("max_new_tokens") or getattr(args, "rollout_max_response_len", None)

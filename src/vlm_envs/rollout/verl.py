@@ -54,7 +54,7 @@ from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.image_uris import ImageInput
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, episode_record
-from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_env, turn_cap
+from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample
 
@@ -95,6 +95,8 @@ def resolve_config(
             "no env for this row: give it extra_info['env'] (e.g. 'sokoban'); "
             "`vlm-envs make-dataset ENV --trainer verl` writes such rows"
         )
+    env = check_row_env(row.env, allowed)
+    check_row_config(env, row.env_config)  # rows choose episodes, not files
     multi_turn = rollout.get("multi_turn") or {}
     caps = (
         row.max_turns,
@@ -111,7 +113,7 @@ def resolve_config(
     )
     turn_reward, gamma = check_turn_reward(extra_info.get("turn_reward"), extra_info.get("gamma"))
     return LoopConfig(
-        env=check_row_env(row.env, allowed),
+        env=env,
         seed=row.seed,
         episode=episode,
         row=row,
