@@ -45,7 +45,7 @@ from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, episode_record
-from vlm_envs.rollout.rows import check_row_env
+from vlm_envs.rollout.rows import check_row_config, check_row_env
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.trl.engines import VLLMSampling, VLLMServerEngine
 from vlm_envs.rollout.trl.policy import PolicyEngine
@@ -261,6 +261,7 @@ class VlmEnvsRollout:
         try:  # from the carrier's config, as make-dataset built it (TRL passes no other column)
             args = types.SimpleNamespace(max_turns=plan.episode.max_turns)
             name = check_row_env(spec.env)  # a registered env only: a row never chooses code to run
+            check_row_config(name, spec.env_config)  # rows choose episodes, not files
             env = await asyncio.to_thread(lambda: build_env(name, args=args, **spec.env_config))
         except Exception as err:  # an env that will not build fails this entry only
             return Trajectory.failed(f"building the env: {type(err).__name__}: {err}")
