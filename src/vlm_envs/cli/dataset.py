@@ -35,6 +35,13 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--backend", choices=("fsdp", "megatron"), help="with --trainer verl: verl's trainer (default fsdp)"
     )
     ds.add_argument(
+        "--difficulty",
+        metavar="SPEC",
+        help="each row's difficulty level, recorded in its env config: LEVEL (every row), a mix by share "
+        "(easy:0.5,medium:0.3,hard:0.2, in an order drawn from --seed) or schedule:easy..hard (rows "
+        "ordered from easy to hard, for trainers that read rows in order)",
+    )
+    ds.add_argument(
         "--ray",
         nargs="?",
         const=RAY_AUTO,
@@ -62,7 +69,10 @@ def run(args: argparse.Namespace) -> int:
     except (OutputExistsError, ValueError) as err:
         raise UsageError(str(err)) from err
     config = env_config(args.config)
-    build_env(args.env, args.max_turns, config).close()  # a config the env refuses fails here, once
+    levels = _levels(args.difficulty, args.n, args.seed, config)
+    for level in dict.fromkeys(levels or [None]):  # a config (or a level) the env refuses fails here, once
+        leveled = config if level is None else {**config, "difficulty": level}
+        build_env(args.env, args.max_turns, leveled).close()
     shards = _ray_shards(args.ray) if args.ray is not None else None
     try:
         files = make_dataset(
@@ -76,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
             backend=args.backend or "fsdp",
             runner=shards.run if shards is not None else run_here,
             force=args.force,
+            levels=levels,
         )
     except (UnknownEnvError, EnvLoadError, OutputExistsError, OutputError) as err:
         raise UsageError(str(err)) from err
@@ -98,6 +109,20 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {files.rows} rows to {files.parquet} and the slime YAML to {files.yaml}")
     print("slime flags:\n  " + files.slime_flags())
     return 0
+
+
+def _levels(spec: str | None, n: int, seed: int, config: dict[str, object]) -> list[str] | None:
+    """Each row's level for ``--difficulty SPEC`` (:mod:`vlm_envs.eval.curriculum`), None without it."""
+    from vlm_envs.eval.curriculum import parse_curriculum
+
+    if spec is None:
+        return None
+    if "difficulty" in config:
+        raise UsageError("give the level with --difficulty or with --config difficulty=..., not both")
+    try:
+        return parse_curriculum(spec).levels(n, seed) if n > 0 else []
+    except ValueError as err:
+        raise UsageError(str(err)) from err
 
 
 def _ray_shards(address: str) -> RayShards:

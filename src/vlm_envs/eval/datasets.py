@@ -11,7 +11,8 @@ Columns: ``problem``, ``images``, ``answer``, ``metadata`` (slime's geo3k exampl
 
 Rows are built by seed range (:class:`RowSpec`) and gathered in seed order by a runner: this process
 by default, Ray tasks for ``--ray`` (:mod:`vlm_envs.eval.ray_dataset`); either way they reach the one
-writer, so both builds write the same bytes.
+writer, so both builds write the same bytes. A curriculum (``levels``, :mod:`vlm_envs.eval.curriculum`)
+gives each row its own ``difficulty``, recorded in the row's env config.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -102,9 +103,26 @@ class RowSpec:
     env_config: dict[str, Any]
     trainer: str
     geo3k: bool  # generated geo3k problems (:mod:`vlm_envs.data.geo3k`) rather than env rows
+    #: Each row's ``difficulty`` (row ``i`` is seed ``seed + i``), or None: the env config alone.
+    levels: tuple[str, ...] | None = None
 
     def rows(self, first: int, count: int) -> list[Row]:
-        """The rows of seeds ``first .. first + count - 1``."""
+        """The rows of seeds ``first .. first + count - 1``, each run of one level built with that level."""
+        if self.levels is None:
+            return self._rows(first, count)
+        rows: list[Row] = []
+        start = first
+        while start < first + count:
+            level = self.levels[start - self.seed]
+            end = start + 1
+            while end < first + count and self.levels[end - self.seed] == level:
+                end += 1
+            config = {**self.env_config, "difficulty": level}
+            rows += dataclasses.replace(self, env_config=config, levels=None)._rows(start, end - start)
+            start = end
+        return rows
+
+    def _rows(self, first: int, count: int) -> list[Row]:
         if self.trainer == "verl":
             from vlm_envs.eval.verl_dataset import verl_rows
 
@@ -194,6 +212,7 @@ def make_dataset(
     backend: str = "fsdp",
     runner: RowRunner = run_here,
     force: bool = False,
+    levels: Sequence[str] | None = None,
 ) -> DatasetFiles | VerlFiles | TrlFiles:
     """Write ``n`` rows to ``out`` (parquet) and the trainer's YAML next to it.
 
@@ -203,6 +222,7 @@ def make_dataset(
     (here by default; :class:`vlm_envs.eval.ray_dataset.RayShards` for a Ray cluster). Files that
     exist are replaced only with ``force`` (:class:`OutputExistsError`); each file is replaced whole
     or not at all, and one that cannot be written raises :class:`~vlm_envs.files.OutputError`.
+    ``levels`` gives row ``i`` the ``difficulty`` ``levels[i]`` (a curriculum: ``Curriculum.levels``).
     """
     if n < 1:
         raise ValueError(f"-n must be at least 1, got {n}")
@@ -225,8 +245,11 @@ def make_dataset(
         from vlm_envs.eval.verl_dataset import check_backend, write_verl_yaml
 
         check_backend(backend)
-    geo3k = trainer == "slime" and spec.name == "geo3k" and not env_config
-    rows = runner(RowSpec(env_name, seed, max_turns, env_config, trainer, geo3k).rows, seed, n)
+    if levels is not None and len(levels) != n:
+        raise ValueError(f"levels names {len(levels)} rows' difficulty, not -n {n}")
+    plan = tuple(levels) if levels is not None else None
+    geo3k = trainer == "slime" and spec.name == "geo3k" and not env_config and plan is None
+    rows = runner(RowSpec(env_name, seed, max_turns, env_config, trainer, geo3k, plan).rows, seed, n)
     if len(rows) != n:
         raise RowBuildError(f"the runner built {len(rows)} rows, not {n}")
     write_rows(rows, path)

@@ -1,0 +1,89 @@
+"""Curricula for ``make-dataset --difficulty``: which difficulty level each row of a dataset plays.
+
+A spec is one level (``hard``: every row), a mix by share (``easy:0.5,medium:0.3,hard:0.2``: that share
+of the rows at each level, in an order drawn from the dataset's seed), or a schedule
+(``schedule:easy..hard``: the levels from the first to the last in equal shares, rows ordered from easy to
+hard, for trainers that read rows in order; ``schedule:easy:0.6,hard:0.4`` orders a mix by share the same
+way). Counts are exact: each level gets its share of ``n`` rounded by largest remainder, so the rows of
+a level never differ from ``share * n`` by a whole row.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import random
+
+from vlm_envs.envs.config import LEVELS
+
+SCHEDULE = "schedule:"
+#: How far the shares of a mix may sum from 1 (they are written with a few decimals).
+SHARE_TOLERANCE = 1e-6
+
+
+@dataclasses.dataclass(frozen=True)
+class Curriculum:
+    """Levels and their shares of the rows; ``ordered``: rows from the easiest level to the hardest."""
+
+    shares: tuple[tuple[str, float], ...]
+    ordered: bool = False
+
+    def counts(self, n: int) -> dict[str, int]:
+        """Rows per level for ``n`` rows (largest remainder: they sum to ``n``)."""
+        exact = [(level, share * n) for level, share in self.shares]
+        counts = {level: math.floor(value) for level, value in exact}
+        by_remainder = sorted(exact, key=lambda item: item[1] - math.floor(item[1]), reverse=True)
+        for level, _ in by_remainder[: n - sum(counts.values())]:
+            counts[level] += 1
+        return counts
+
+    def levels(self, n: int, seed: int) -> list[str]:
+        """The level of each of ``n`` rows: in level order for a schedule, else shuffled by ``seed``."""
+        counts = self.counts(n)
+        plan = [level for level in LEVELS if level in counts for _ in range(counts[level])]
+        if not self.ordered:
+            random.Random(f"vlm-envs curriculum {seed}").shuffle(plan)
+        return plan
+
+
+def parse_curriculum(spec: str) -> Curriculum:
+    """A ``--difficulty`` spec (see the module docstring); ``ValueError`` saying what is wrong."""
+    ordered = spec.startswith(SCHEDULE)
+    body = spec.removeprefix(SCHEDULE).strip()
+    if ordered and ".." in body:
+        first, _, last = body.partition("..")
+        for level in (first, last):
+            _check_level(level, spec)
+        order: list[str] = list(LEVELS)
+        span = order[order.index(first) : order.index(last) + 1]
+        if not span:
+            raise ValueError(f"--difficulty {spec!r}: a schedule goes from easier to harder, as easy..hard")
+        return Curriculum(tuple((level, 1 / len(span)) for level in span), ordered=True)
+    if ":" not in body:
+        _check_level(body, spec)
+        return Curriculum(((body, 1.0),), ordered=ordered)
+    shares: dict[str, float] = {}
+    for part in body.split(","):
+        level, _, share = part.strip().partition(":")
+        _check_level(level, spec)
+        if level in shares:
+            raise ValueError(f"--difficulty {spec!r} names {level!r} twice")
+        try:
+            value = float(share)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and 0 < value <= 1):
+            raise ValueError(f"--difficulty {spec!r}: the share of {level!r} must be a number in (0, 1]")
+        shares[level] = value
+    if abs(sum(shares.values()) - 1) > SHARE_TOLERANCE:
+        raise ValueError(f"--difficulty {spec!r}: the shares sum to {sum(shares.values()):g}, not 1")
+    ordered_shares = tuple((level, shares[level]) for level in LEVELS if level in shares)
+    return Curriculum(ordered_shares, ordered=ordered)
+
+
+def _check_level(level: str, spec: str) -> None:
+    if level not in LEVELS:
+        raise ValueError(
+            f"--difficulty {spec!r}: {level!r} is not a level ({', '.join(LEVELS)}); give LEVEL, "
+            "LEVEL:SHARE,... (easy:0.5,medium:0.3,hard:0.2) or schedule:easy..hard"
+        )
