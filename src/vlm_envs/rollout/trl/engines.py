@@ -9,13 +9,53 @@ resized PIL images the codec made (``EpisodeConfig(engine_images="pil")``), in p
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from PIL import Image
+from requests.adapters import BaseAdapter
 
-from vlm_envs.rollout.engines import EngineOutput, FinishReason
+from vlm_envs.rollout.engines import (
+    DEFAULT_READ_TIMEOUT_S,
+    DEFAULT_TURN_TIMEOUT_S,
+    EngineOutput,
+    EngineTimeout,
+    FinishReason,
+    TransientEngineError,
+    _deadline,
+    check_limits,
+)
+
+#: The read timeout of requests sent from a :class:`VLLMServerEngine` thread (TRL's client sets none).
+_thread_deadline = threading.local()
+
+
+class ReadDeadline(BaseAdapter):
+    """Wraps a ``requests`` adapter: a request sent with no timeout from a thread that set
+    ``_thread_deadline.read_timeout`` gets that timeout (connect and each read); others pass as sent."""
+
+    def __init__(self, inner: BaseAdapter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def send(self, request: Any, timeout: Any = None, **kwargs: Any) -> Any:
+        if timeout is None:
+            timeout = getattr(_thread_deadline, "read_timeout", None)
+        return self.inner.send(request, timeout=timeout, **kwargs)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def bound_reads(session: Any) -> None:
+    """Give ``session``'s HTTP adapters :class:`ReadDeadline` (once)."""
+    for prefix in ("http://", "https://"):
+        adapter = session.get_adapter(prefix)
+        if not isinstance(adapter, ReadDeadline):
+            session.mount(prefix, ReadDeadline(adapter))
 
 
 def finish_reason(ids: Sequence[int], stop_ids: Sequence[int], max_new_tokens: int) -> FinishReason:
@@ -67,20 +107,60 @@ class VLLMServerEngine:
     Images go to the server's render endpoint first (``VLLMClient.image_features``); their features
     are then pointed at the image-pad runs of our ids (expanded, as TRL sends its own) and sent with
     them to ``/inference/v1/generate``. TRL syncs the server's weights before each rollout. The
-    client is synchronous: each request runs on a thread, so episodes overlap.
+    client is synchronous: each request runs on a thread of the engine's own, so episodes overlap.
+
+    Deadlines, as the other engines have (TRL's client posts with none): ``read_timeout`` (default
+    60 s) bounds connecting and each read of this engine's requests (the client's ``requests``
+    adapters get it, for this engine's threads only); ``turn_timeout`` (default 300 s) bounds the
+    whole turn, the client's own retries included. Past either, the turn raises
+    :class:`~vlm_envs.rollout.engines.EngineTimeout` naming the engine, and the episode ends FAILED.
+    :meth:`close` lets go of the threads without waiting for a request still in flight.
     """
 
     name = "TRL vLLM server"
 
-    def __init__(self, client: Any, sampling: VLLMSampling, image_token_id: int | None) -> None:
+    def __init__(
+        self,
+        client: Any,
+        sampling: VLLMSampling,
+        image_token_id: int | None,
+        *,
+        read_timeout: float = DEFAULT_READ_TIMEOUT_S,
+        turn_timeout: float = DEFAULT_TURN_TIMEOUT_S,
+    ) -> None:
+        check_limits(read_timeout, turn_timeout)
         self.client = client
         self.sampling = sampling
         self.image_token_id = image_token_id
+        self.read_timeout, self.turn_timeout = float(read_timeout), float(turn_timeout)
+        bound_reads(client.session)
+        self._threads = concurrent.futures.ThreadPoolExecutor(64, thread_name_prefix="vlm-envs-trl-vllm")
+
+    def close(self) -> None:
+        """Stop taking turns; a request still in flight ends on its read deadline, unwaited."""
+        self._threads.shutdown(wait=False, cancel_futures=True)
 
     async def generate(
         self, input_ids: Sequence[int], images: Sequence[Any], sampling_params: Mapping[str, Any]
     ) -> EngineOutput:
-        return await asyncio.to_thread(self._generate, list(input_ids), list(images), dict(sampling_params))
+        loop = asyncio.get_running_loop()
+        call = loop.run_in_executor(
+            self._threads, self._bounded, list(input_ids), list(images), dict(sampling_params)
+        )
+        try:
+            async with _deadline(self.turn_timeout):
+                return await call
+        except asyncio.TimeoutError:
+            raise EngineTimeout(
+                f"{self.name}: no complete reply within turn_timeout={self.turn_timeout:g} s"
+            ) from None
+
+    def _bounded(self, ids: list[int], images: list[Image.Image], params: dict[str, Any]) -> EngineOutput:
+        _thread_deadline.read_timeout = self.read_timeout
+        try:
+            return self._generate(ids, images, params)
+        except OSError as err:  # requests' ConnectionError and Timeout are OSErrors
+            raise TransientEngineError(f"{self.name}: {type(err).__name__}: {str(err)[:300]}") from err
 
     def _generate(self, ids: list[int], images: list[Image.Image], params: dict[str, Any]) -> EngineOutput:
         features = None

@@ -40,7 +40,7 @@ from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.registry import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import Engine
+from vlm_envs.rollout.engines import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, Engine, check_limits
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History
 from vlm_envs.rollout.prompt import FallbackPrompt
@@ -182,9 +182,18 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
 
 
 class VlmEnvsRollout:
-    """``rollout_func`` for ``GRPOTrainer`` (:data:`rollout_func` is the shared instance)."""
+    """``rollout_func`` for ``GRPOTrainer`` (:data:`rollout_func` is the shared instance).
 
-    def __init__(self) -> None:
+    ``read_timeout`` and ``turn_timeout`` (seconds) are the deadlines of each turn sent to a vLLM
+    server (:class:`~vlm_envs.rollout.trl.engines.VLLMServerEngine`); pass
+    ``rollout_func=VlmEnvsRollout(turn_timeout=...)`` to the trainer to change them.
+    """
+
+    def __init__(
+        self, read_timeout: float = DEFAULT_READ_TIMEOUT_S, turn_timeout: float = DEFAULT_TURN_TIMEOUT_S
+    ) -> None:
+        check_limits(read_timeout, turn_timeout)
+        self.read_timeout, self.turn_timeout = read_timeout, turn_timeout
         self._codecs: dict[int, ChatCodec] = {}
         self._model_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="vlm-envs-trl-model")
 
@@ -226,7 +235,17 @@ class VlmEnvsRollout:
         """The trainer's engine for one rollout: TRL's vLLM client, or its model unwrapped for generation."""
         if trainer.use_vllm:
             generation = trainer.vllm_generation
-            yield VLLMServerEngine(generation.vllm_client, VLLMSampling.of(generation), codec.image_token_id)
+            engine = VLLMServerEngine(
+                generation.vllm_client,
+                VLLMSampling.of(generation),
+                codec.image_token_id,
+                read_timeout=self.read_timeout,
+                turn_timeout=self.turn_timeout,
+            )
+            try:
+                yield engine
+            finally:
+                engine.close()
             return
         from trl.models import unwrap_model_for_generation
 
