@@ -41,6 +41,11 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({"max_actions_per_turn": 1}, SEEDS),
     ],
     "lights_out": [({}, SEEDS), ({"difficulty": "easy"}, range(20)), ({"max_presses_per_turn": 1}, SEEDS)],
+    "tower_of_hanoi": [
+        ({}, SEEDS),
+        ({"difficulty": "hard"}, SEEDS),
+        ({"start": "classic", "max_moves_per_turn": 1}, range(1)),
+    ],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)
 _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)

@@ -345,6 +345,50 @@ def lights_out(env: Any, reason: str, reply: str) -> None:
     assert now == plan.group(2).split(", ")[: len(now)] == _answer(reply).split(", "), reason
 
 
+def _hanoi_distances(disks: int, goal: int) -> dict[tuple[int, ...], int]:
+    """Moves from every Tower of Hanoi position (``pegs[d]`` the peg of disk d, 0 the smallest) to all disks
+    on ``goal``: a BFS from the solved position (moves reverse)."""
+    dist = {(goal,) * disks: 0}
+    queue = [(goal,) * disks]
+    for at in queue:
+        tops = {peg: min((d for d, p in enumerate(at) if p == peg), default=None) for peg in range(3)}
+        for src in range(3):
+            for dst in range(3):
+                disk = tops[src]
+                if src != dst and disk is not None and (tops[dst] is None or tops[dst] > disk):
+                    nxt = tuple(dst if d == disk else p for d, p in enumerate(at))
+                    if nxt not in dist:
+                        dist[nxt] = dist[at] + 1
+                        queue.append(nxt)
+    return dist
+
+
+def tower_of_hanoi(env: Any, reason: str, reply: str) -> None:
+    pegs, goal = env._ep.pegs, env._ep.goal
+    head = re.match(
+        r"Goal: all (\d+) disks? on ([ABC])\. The largest disk not there is (\d+), on ([ABC]): ", reason
+    )
+    assert head, reason
+    assert (int(head.group(1)), "ABC".index(head.group(2))) == (len(pegs), goal), reason
+    largest = max(d for d, p in enumerate(pegs) if p != goal)
+    assert (int(head.group(3)), "ABC".index(head.group(4))) == (largest + 1, pegs[largest]), reason
+    third = "ABC"[3 - pegs[largest] - goal]
+    if re.search(r"(?:disks?) 1(?: to \d+| and 2)? (?:is|are) on ([ABC]), so", reason):
+        assert all(pegs[d] == "ABC".index(third) for d in range(largest)), reason
+    elif largest:
+        assert f"go to {third} first" in reason or f"goes to {third} first" in reason, reason
+    dist = _hanoi_distances(len(pegs), goal)
+    plan = re.search(r"A shortest solution takes (\d+) more moves?; now: (.*)\.$", reason)
+    assert plan and int(plan.group(1)) == dist[pegs], reason
+    assert plan.group(2) == _answer(reply), reason
+    at = pegs
+    for src, dst in re.findall(r"([ABC])->([ABC])", plan.group(2)):  # each move legal and one nearer solved
+        disk = min(d for d, p in enumerate(at) if p == "ABC".index(src))
+        nxt = tuple("ABC".index(dst) if d == disk else p for d, p in enumerate(at))
+        assert dist.get(nxt) == dist[at] - 1, reason
+        at = nxt
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -355,6 +399,7 @@ TRUTH: dict[str, Check] = {
     "mental_rotation": mental_rotation,
     "frozen_lake": frozen_lake,
     "lights_out": lights_out,
+    "tower_of_hanoi": tower_of_hanoi,
     "sliding_puzzle": sliding_puzzle,
     "minesweeper": minesweeper,
     "image_probe": image_probe,
