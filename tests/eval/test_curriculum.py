@@ -146,3 +146,37 @@ def test_geo3k_slime_rows_with_a_curriculum_are_seeded_episodes_of_their_level(t
         env = build_env("geo3k", **m["env_config"])
         _, info = env.reset(seed=m["seed"])
         assert info["kind"] in env.PRESETS[m["env_config"]["difficulty"]]["kinds"]
+
+
+def test_eval_takes_a_level_as_config_and_its_summary_reports_success_per_level(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["eval", "sokoban", "--policy", "oracle", "-n", "3", "--config", "difficulty=hard", "--quiet"]
+    assert main([*args, "--out", str(out)]) == 0, capsys.readouterr().err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["by_difficulty"] == {
+        "hard": {"episodes": 3, "successes": 3, "success_rate": 1.0, "success_ci95": summary["success_ci95"]}
+    }
+    records = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert {tuple(r["reset_info"]["grid_size"]) for r in records} == {(8, 8)}  # the hard preset's board
+    assert main(["eval", "sokoban", "--policy", "oracle", "-n", "1", "--config", "difficulty=brutal"]) == 2
+    assert "difficulty must be one of" in capsys.readouterr().err
+
+
+def test_summary_groups_episodes_by_their_level_easiest_first():
+    from vlm_envs.eval.summary import summarize
+
+    records = [
+        {"success": True, "reset_info": {"difficulty": "hard"}},
+        {"success": False, "reset_info": {"difficulty": "hard"}},
+        {"success": True, "reset_info": {"difficulty": "easy"}},
+        {"success": True, "reset_info": {}},  # the run's level
+        {"success": True, "reset_info": {"difficulty": ["hostile"]}},  # not a level: counted in none
+    ]
+    levels = summarize(records, {"env_config": {"difficulty": "medium"}})["by_difficulty"]
+    assert list(levels) == ["easy", "medium", "hard"]
+    assert [(v["episodes"], v["successes"]) for v in levels.values()] == [(1, 1), (1, 1), (2, 1)]
+    assert levels["hard"]["success_rate"] == 0.5 and 0 < levels["hard"]["success_ci95"][0] < 0.5
+    assert summarize(records[2:3])["by_difficulty"] == {
+        "easy": summarize(records[2:3])["by_difficulty"]["easy"]
+    }
+    assert summarize([{"success": True}])["by_difficulty"] == {}

@@ -1,4 +1,5 @@
-"""``summary.json``: success rate with a 95% Wilson interval, reward, turns, tokens and metric means."""
+"""``summary.json``: success rate with a 95% Wilson interval, reward, turns, tokens and metric means, and
+success per difficulty level."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from vlm_envs.envs.config import LEVELS
 from vlm_envs.metrics import metric_counts, metric_means
 
 Z_95 = 1.959963984540054  # the 97.5th percentile of the standard normal
@@ -27,6 +29,37 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def level_of(record: Mapping[str, Any], run: Mapping[str, Any]) -> str | None:
+    """An episode's difficulty level: its reset info's ``difficulty``, else the run's env config's."""
+    info = record.get("reset_info")
+    level = info.get("difficulty") if isinstance(info, Mapping) else None
+    if level is None:
+        config = run.get("env_config")
+        level = config.get("difficulty") if isinstance(config, Mapping) else None
+    return level if isinstance(level, str) else None
+
+
+def by_level(records: list[Mapping[str, Any]], run: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Episodes, successes, success rate and its 95% interval per difficulty level (easiest first; empty
+    when no episode has a level)."""
+    groups: dict[str, list[bool]] = {}
+    for record in records:
+        level = level_of(record, run)
+        if level is not None:
+            groups.setdefault(level, []).append(bool(record.get("success")))
+    order = sorted(groups, key=lambda lv: (LEVELS.index(lv) if lv in LEVELS else len(LEVELS), lv))
+    levels = {}
+    for level in order:
+        n, successes = len(groups[level]), sum(groups[level])
+        levels[level] = {
+            "episodes": n,
+            "successes": successes,
+            "success_rate": successes / n,
+            "success_ci95": list(wilson_interval(successes, n)),
+        }
+    return levels
+
+
 def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The summary of ``results.jsonl`` records (``run`` is copied in as the run's description).
 
@@ -34,6 +67,7 @@ def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = 
     metric counting as 0 (:mod:`vlm_envs.metrics`; ``metric_counts`` says how many report it);
     ``turn_metrics`` averages every reply turn's the same way. ``failed`` counts
     the episodes that ended ``failed`` and ``first_error`` is the first one's error, in record order.
+    ``by_difficulty`` gives success per difficulty level (:func:`by_level`).
     """
     n = len(records)
     successes = sum(bool(r.get("success")) for r in records)
@@ -59,4 +93,5 @@ def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = 
         "metrics": metric_means(final),
         "metric_counts": metric_counts(final),
         "turn_metrics": metric_means(turn_metrics),
+        "by_difficulty": by_level(records, run or {}),
     }
