@@ -8,6 +8,15 @@ from collections.abc import Awaitable, Callable
 import aiohttp
 
 
+def redirect_note(resp: aiohttp.ClientResponse) -> str:
+    """What a client that follows no redirect says of a 3xx answer (``""`` for any other status): a
+    prompt, its images or an API key never go to a host the user did not name."""
+    if not 300 <= resp.status < 400:
+        return ""
+    target = resp.headers.get("Location", "?")
+    return f" (a redirect to {target!r:.200}; vlm-envs follows none: give the server's own URL)"
+
+
 class BodyTooLarge(Exception):
     """The body passed the cap; the connection was dropped. The message says what was seen."""
 

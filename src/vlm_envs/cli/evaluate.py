@@ -17,6 +17,14 @@ summary); 1 when every episode FAILED (summary and report are still written); 2 
 fix before it can run (bad env, policy or options, unreachable server or tokenizer, an output folder
 in use by another run, a corrupt results.jsonl, or --resume -n below the episodes already recorded);
 130 when interrupted. --resume without -n continues to the n the run in --out was started with.
+
+limits (every wait has a deadline; set them with these options): openai: --timeout (default 300 s)
+per request, retried up to 4 times on a timeout, a connection error, 5xx, 408, 409 or 429 (backoff
+0.5 s doubling to 16 s), so a server that never answers costs at most about 5 x --timeout per turn.
+sglang and vllm: --read-timeout (default 60 s) without progress fails one attempt, --turn-timeout
+(default 300 s) bounds the whole turn, retries included: a stalled server costs about
+--turn-timeout per turn. Every server must answer a first request within 10 s before the run starts.
+No client follows an HTTP redirect.
 """
 
 
@@ -59,12 +67,23 @@ def add(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--temperature", type=float, default=0.0)
     ev.add_argument("--max-tokens", type=int, default=1024, help="generated tokens per turn")
     ev.add_argument("--tools", action="store_true", help="send the env's tools() to the openai server")
-    ev.add_argument("--timeout", type=float, default=300.0, help="seconds per model request")
     ev.add_argument(
-        "--read-timeout", type=float, default=60.0, help="sglang/vllm: seconds a reply may make no progress"
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="openai: seconds per request (default 300; see limits below)",
     )
     ev.add_argument(
-        "--turn-timeout", type=float, default=300.0, help="sglang/vllm: seconds per turn, retries included"
+        "--read-timeout",
+        type=float,
+        default=60.0,
+        help="sglang/vllm: seconds a reply may make no progress (default 60)",
+    )
+    ev.add_argument(
+        "--turn-timeout",
+        type=float,
+        default=300.0,
+        help="sglang/vllm: seconds per turn, retries included (default 300)",
     )
     ev.add_argument(
         "--history",

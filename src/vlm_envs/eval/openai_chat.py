@@ -19,7 +19,7 @@ from typing import Any
 import aiohttp
 
 from vlm_envs.eval.reachable import unreachable
-from vlm_envs.http_body import BodyTooLarge, read_capped
+from vlm_envs.http_body import BodyTooLarge, read_capped, redirect_note
 from vlm_envs.imaging import png_data_uri
 
 # HTTP statuses worth retrying: request timeout, rate limiting, and every server error.
@@ -228,7 +228,10 @@ class OpenAIChatClient:
                 await asyncio.sleep(delay * random.uniform(0.5, 1.0))
             try:
                 async with self._get_session().post(
-                    url, data=data, timeout=aiohttp.ClientTimeout(total=self.timeout)
+                    url,
+                    data=data,
+                    timeout=aiohttp.ClientTimeout(total=self.timeout),
+                    allow_redirects=False,  # the prompt and the API key go to the named host only
                 ) as resp:
                     try:
                         body = await read_capped(resp, self.max_body_bytes)
@@ -241,7 +244,7 @@ class OpenAIChatClient:
                         except (ValueError, RecursionError) as err:  # bad JSON or UTF-8, or too deep
                             raise ChatError(f"{url} replied with invalid JSON: {err}") from err
                     excerpt = body[:300].decode("utf-8", errors="replace")
-                    last = f"{url} answered HTTP {resp.status}: {excerpt}"
+                    last = f"{url} answered HTTP {resp.status}: {excerpt}{redirect_note(resp)}"
                     if resp.status < 500 and resp.status not in _RETRY_STATUSES:
                         raise ChatError(last)
             except asyncio.TimeoutError:

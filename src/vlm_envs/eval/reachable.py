@@ -13,7 +13,10 @@ async def unreachable(session: aiohttp.ClientSession, url: str, timeout: float =
     Any status counts as an answer, and only the status line is read: a body, of any size, is not.
     """
     try:
-        async with session.get(url, timeout=aiohttp.ClientTimeout(total=timeout)) as resp:
+        # a redirect is an answer too: the probe goes to the named host only
+        async with session.get(
+            url, timeout=aiohttp.ClientTimeout(total=timeout), allow_redirects=False
+        ) as resp:
             resp.close()
     except (aiohttp.ClientError, asyncio.TimeoutError) as err:
         return f"{type(err).__name__}: {err}"

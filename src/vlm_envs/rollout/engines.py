@@ -21,7 +21,7 @@ from typing import Any, Literal, NoReturn, Protocol, TypeVar, runtime_checkable
 
 import aiohttp
 
-from vlm_envs.http_body import BodyTooLarge, read_capped
+from vlm_envs.http_body import BodyTooLarge, read_capped, redirect_note
 from vlm_envs.rollout.image_uris import ImageInput, image_data_uri
 
 # A deadline that cancels the task itself. Not asyncio.wait_for: up to Python 3.11, a wait_for whose
@@ -355,11 +355,16 @@ class HttpEngine:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.read_timeout)
         try:
             async with session.post(
-                self.url, data=data, headers={"Content-Type": "application/json"}, timeout=timeout
+                self.url,
+                data=data,
+                headers={"Content-Type": "application/json"},
+                timeout=timeout,
+                allow_redirects=False,  # a redirect is the answer: never send the prompt to another host
             ) as resp:
                 if resp.status != 200:
                     excerpt = (await self._read(resp.content.read(300))).decode("utf-8", errors="replace")
                     message = f"{self.name}: {self.path} answered HTTP {resp.status}: {excerpt}"
+                    message += redirect_note(resp)
                     if resp.status >= 500 or resp.status in _RETRY_4XX:
                         raise TransientEngineError(message)
                     raise PermanentEngineError(message)
