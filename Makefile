@@ -5,6 +5,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 # torch first and pinned: this is the CPU build on these machines; an unpinned torch pulls CUDA wheels.
 TORCH := torch==2.13.0
+# TRL's assistant-only loss on images needs transformers>=5.18, above verl's pin (<5.11): the SFT test
+# of whole conversations (tests/sft/test_trl_conversations.py) runs TRL with these, installed beside
+# the venv and put first on PYTHONPATH for that test's child process only.
+TRL_SFT_OVERLAY := $(VENV)/overlays/trl-sft
+TRL_SFT_PINS := transformers==5.24.0 tokenizers==0.23.3
 # OpenEnv's client for the serve tests, without its declared deps (see the openenv-client extra).
 OPENENV := openenv==0.10.0
 
@@ -16,6 +21,7 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q $(TORCH)
 	$(BIN)/python -m pip install -q -e ".[rollout,data,dev,verl,ray,trl,verifiers,serve,openenv-client]"
 	$(BIN)/python -m pip install -q --no-deps $(OPENENV)
+	$(BIN)/python -m pip install -q --no-deps --upgrade --target $(TRL_SFT_OVERLAY) $(TRL_SFT_PINS)
 	touch $(STAMP)
 
 install: $(STAMP)
