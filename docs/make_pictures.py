@@ -25,6 +25,7 @@ FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | N
     "mental_rotation_mirror.png": ("mental_rotation", {"mode": "mirror", "min_cubes": 6}, 1, None),
     "frozen_lake.png": ("frozen_lake", {"difficulty": "medium"}, 2, None),
     "lights_out.png": ("lights_out", {}, 1, None),
+    "tower_of_hanoi.png": ("tower_of_hanoi", {"difficulty": "hard"}, 2, None),
 }
 
 
