@@ -20,6 +20,7 @@ from vlm_envs.rollout.executors import EpisodeExecutor, ExecutorConfig, InProces
 from vlm_envs.rollout.image_uris import image_data_uri
 from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor, image_digest
 from vlm_envs.rollout.trajectory import Status, Trajectory, TurnRecord
+from vlm_envs.rollout.vllm_engine import VLLMEngine
 from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "Trajectory",
     "TransientEngineError",
     "TurnRecord",
+    "VLLMEngine",
     "VisionPreprocessor",
     "image_data_uri",
     "image_digest",
