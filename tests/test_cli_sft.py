@@ -75,11 +75,19 @@ def test_from_a_run_with_a_window(tmp_path: Path, capsys: pytest.CaptureFixture[
         (["make-sft", "sokoban", "--from", "OUT", "--out", "OUT2"], "give no ENV"),
         (["make-sft", "sokoban", "--min-reward", "1", "--out", "OUT"], "--min-reward filters"),
         (["make-sft", "sokoban", "-n", "1", "--out", "FILE"], "is a file"),
+        (["make-sft", "sokoban", "-n", "1", "--out", ""], "--out is empty"),
+        (["make-sft", "sokoban", "-n", "1", "--out", ".", "--force"], "the working folder"),
+        (["make-sft", "sokoban", "--format", "swift", "--model", "m", "--out", "OUT"], "--format trl"),
     ],
 )
 def test_bad_requests_are_one_line_and_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], piece: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+    piece: str,
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # `--out .` names this folder
     (tmp_path / "FILE").write_text("x")
     paths = {"OUT": str(tmp_path / "out"), "OUT2": str(tmp_path / "out2"), "FILE": str(tmp_path / "FILE")}
     (tmp_path / "out").mkdir()
