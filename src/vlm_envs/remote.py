@@ -109,7 +109,7 @@ class RemoteEnv(Env):
         self._tools = list(meta.get("tools") or [])
         self.has_episode_reward = bool(meta.get("has_episode_reward", True))
         self.session = {"session_id": meta.get("session_id"), "episode_id": meta.get("episode_id")}
-        return obs, dict(self.session)
+        return obs, dict(meta.get("reset_info") or {})
 
     def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
         obs, done, info, meta = parse_reply(self._call({"type": "step", "data": {"text": response_text}}))

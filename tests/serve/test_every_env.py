@@ -47,10 +47,11 @@ def outcome(info: StepInfo, done: bool, episode_reward: float) -> dict[str, Any]
     }
 
 
-def play_in_process(name: str) -> tuple[list[str], list[dict], list[list[bytes]]]:
-    """The replies played (the oracle's where there is one), what each turn showed, and its PNGs."""
+def play_in_process(name: str) -> tuple[list[str], list[dict], list[list[bytes]], dict]:
+    """The replies played (the oracle's where there is one), what each turn showed, its PNGs and
+    the reset info."""
     env = build_env(name)
-    obs, _ = env.reset(SEED)
+    obs, reset_info = env.reset(SEED)
     turns, pngs, replies = [view(obs)], [[png_bytes(i) for i in obs.images]], []
     rng = random.Random(SEED)
     for _ in range(TURNS):
@@ -62,7 +63,7 @@ def play_in_process(name: str) -> tuple[list[str], list[dict], list[list[bytes]]
         if done:
             break
     env.close()
-    return replies, turns, pngs
+    return replies, turns, pngs, json_safe(reset_info)
 
 
 NAMES = [spec.name for spec in list_envs()]
@@ -70,11 +71,11 @@ NAMES = [spec.name for spec in list_envs()]
 
 @pytest.mark.parametrize("name", NAMES)
 def test_an_env_over_websocket_and_http_equals_it_in_process(every_env_server, name):
-    replies, expected, expected_png = play_in_process(name)
+    replies, expected, expected_png, expected_info = play_in_process(name)
 
     remote = RemoteEnv(every_env_server.url, name)  # the WebSocket session
-    obs, session = remote.reset(SEED)
-    assert session["session_id"] and view(obs) == expected[0]
+    obs, reset_info = remote.reset(SEED)
+    assert remote.session["session_id"] and view(obs) == expected[0] and reset_info == expected_info
     for reply, want in zip(replies, expected[1:], strict=True):
         obs, done, info = remote.step(reply)
         assert {**view(obs), **outcome(info, done, remote.episode_reward())} == want

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from vlm_envs.cli.common import DEFAULT_EPISODES, UsageError, add_env_options, env_config
 
+#: The env module that plays an env on a server (``--env-url``).
+REMOTE_ENV = "vlm_envs.remote"
 #: Exit code when every episode ended FAILED: the run measured nothing.
 ALL_FAILED = 1
 EVAL_EPILOG = """\
@@ -111,8 +113,21 @@ def add(sub: argparse._SubParsersAction) -> None:
         "--actors", type=int, default=None, help="with --ray: actors (default: as many as the cluster's CPUs)"
     )
     ev.add_argument("--actor-cpus", type=float, default=None, help="with --ray: CPUs per actor (default 1)")
+    ev.add_argument(
+        "--env-url",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="play the env on a `vlm-envs serve` server (vlm_envs.remote.RemoteEnv); repeat it to spread "
+        "episodes over several (round robin); the token comes from $VLM_ENVS_SERVE_TOKEN",
+    )
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=run, interrupted=" (eval --resume continues where it stopped)")
+
+
+def remote_config(args: argparse.Namespace, config: dict) -> dict:
+    """The env config as given, or (``--env-url``) RemoteEnv's: the servers, the env, then its config."""
+    return {"url": args.env_url, "env": args.env, **config} if args.env_url else config
 
 
 def run(args: argparse.Namespace) -> int:
@@ -153,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         base_urls=tuple(args.base_url),
     )
     config = EvalConfig(
-        env=args.env,
+        env=REMOTE_ENV if args.env_url else args.env,
         policy=policy,
         n=n,
         out=out,
@@ -162,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
         max_turns=args.max_turns,
         resume=args.resume,
         report=args.report,
-        env_config=env_config(args.config),
+        env_config=remote_config(args, env_config(args.config)),
         options=options,
         ray=ray,
     )

@@ -21,7 +21,8 @@ URI prefix), the shape of OpenEnv's image-carrying envs (Atari's screen, Carla's
 base64 strings TRL's OpenEnv examples decode with ``Image.open(BytesIO(b64decode(...)))``), lossless
 in the image's own mode. The reply's ``metadata`` holds the step's ``metrics``, ``status``
 (``running``/``terminated``/``truncated``), ``terminated``, ``truncated``, ``info``,
-``episode_reward`` and ``session_id``. Over HTTP the session handle travels as a body field:
+``episode_reward`` and ``session_id``; a reset's also the env's ``reset_info``, ``system_prompt`` and
+``tools``. Over HTTP the session handle travels as a body field:
 ``/reset`` answers ``metadata.session_id``; ``/step``, ``/state``, ``/close`` and a later ``/reset``
 send it back as ``"session_id"`` (OpenEnv's request models allow extra body fields).
 """

@@ -86,7 +86,7 @@ class Worker:
         try:
             seed = check_seed(payload.get("seed"))
             options = payload.get("options")
-            obs, _ = session.env.reset(seed) if options is None else session.env.reset(seed, options)
+            obs, info = session.env.reset(seed) if options is None else session.env.reset(seed, options)
         except Exception as err:  # a seed or options the env refuses
             session.started = False
             return 422, f"reset failed: {one_line(err)}".encode()
@@ -99,6 +99,7 @@ class Worker:
             "system_prompt": session.env.system_prompt(),
             "tools": json_safe(session.env.tools()),
             "has_episode_reward": bool(session.env.has_episode_reward),
+            "reset_info": json_safe(info),
         }
         return 200, reply_body(obs, None, False, self._episode_reward(session), extra)
 
