@@ -136,3 +136,41 @@ def test_the_core_install_is_told_which_extras_make_sft_needs(tmp_path: Path) ->
     (line,) = child.stderr.strip().splitlines()
     assert "make-sft needs the rollout and data extras" in line and "vlm-envs[rollout,data]" in line
     assert not (tmp_path / "out").exists()
+
+
+def test_a_progress_bar_on_a_terminal_and_none_elsewhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    argv = [
+        sys.executable,
+        "-m",
+        "vlm_envs.cli",
+        "make-sft",
+        "sokoban",
+        "-n",
+        "3",
+        "--out",
+        str(tmp_path / "tty"),
+    ]
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=slave) as child:
+        os.close(slave)
+        stdout, _ = child.communicate(timeout=120)
+    terminal = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        terminal += chunk
+    os.close(master)
+    assert child.returncode == 0, terminal
+    assert b"\rmake-sft [" in terminal and b"3/3 episodes, kept 3" in terminal
+    assert b"wrote 3 rows" in stdout
+    assert main(["make-sft", "sokoban", "-n", "2", "--out", str(tmp_path / "pipe")]) == 0
+    assert "make-sft [" not in capsys.readouterr().err
