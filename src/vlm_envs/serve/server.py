@@ -54,6 +54,7 @@ def uvicorn_config(config: ServeConfig, app: object) -> uvicorn.Config:
         ws="websockets-sansio",
         ws_max_size=config.max_body_bytes,
         ws_ping_interval=None,  # idle sessions are the idle timeout's job; pings cost at thousands
+        ws_per_message_deflate=False,  # PNGs are compressed already: deflating base64 costs CPU both ways
         backlog=BACKLOG,
         log_level="warning",
         timeout_graceful_shutdown=config.drain_timeout_s,
