@@ -1,0 +1,8 @@
+"""Adapters that let other ecosystems' environment interfaces play vlm-envs envs.
+
+- :mod:`vlm_envs.interop.trl_environment`: TRL's ``GRPOTrainer(environment_factory=...)`` route
+  (the ``trl`` extra).
+- :mod:`vlm_envs.interop.verifiers`: a ``verifiers.v1`` taskset and env (the ``verifiers`` extra).
+
+Each module is the only one that knows its library; none is imported here.
+"""

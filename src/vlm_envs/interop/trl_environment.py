@@ -1,0 +1,182 @@
+"""vlm-envs envs for stock TRL ``GRPOTrainer(environment_factory=...)``, TRL's own environment route.
+
+::
+
+    from trl import GRPOConfig, GRPOTrainer
+    from vlm_envs.interop.trl_environment import environment_factory
+
+    trainer = GRPOTrainer(model=model, args=GRPOConfig(...), train_dataset=data, processing_class=processor,
+                          environment_factory=environment_factory("sokoban", processor))
+
+On this route TRL makes every action a JSON tool call and answers it with a ``tool`` message. Each
+instance plays one episode: ``reset(**row)`` starts it (the row's ``seed`` column, when there is one,
+picks the episode; a GRPO group repeats its row, so it plays one seed) and returns the first
+observation's parts, which TRL appends to the row's last user message; the ``reply(text)`` tool hands
+the model's reply to ``env.step`` and returns the next observation's parts, images included (TRL
+takes image parts from tools since its PR #5323); each tool of the env itself (Geo3k's
+``calc_score``, ZoomSearch's ``zoom``) is a tool of the same name, stepping the env with the
+``<tool_call>`` text the env reads; ``get_reward()`` is the env's episode reward.
+
+What does not carry over: TRL parses tool calls only for the chat templates it recognizes (among VL
+models, Qwen3-VL's; not Qwen2-VL's or Qwen2.5-VL's, refused by :func:`check_processor` in one line:
+train those with :class:`~vlm_envs.rollout.trl.VlmEnvsGRPOTrainer`); every observation after the
+first arrives as a ``tool`` message, not the env's own role; a reply the model writes without a tool
+call never reaches the env (the episode then ends where it stands).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import trl
+from trl.chat_template_utils import add_response_schema
+
+from vlm_envs.protocol import Env, Observation
+from vlm_envs.registry import build_env
+
+#: The tool every env gets: the model's reply, as the env's text protocol reads it.
+REPLY_TOOL = "reply"
+#: Names TRL reserves on an environment class (never tools).
+RESERVED = ("reset", "get_reward", REPLY_TOOL)
+#: JSON schema types as Python annotations (transformers writes the schema back from these).
+JSON_TYPES: dict[str, Any] = {"string": str, "number": float, "integer": int, "boolean": bool, "object": dict}
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class UnsupportedTemplateError(ValueError):
+    """A processor whose chat template TRL's tool loop cannot parse."""
+
+
+def check_processor(processing_class: Any) -> None:
+    """Raise :class:`UnsupportedTemplateError` (one line) unless TRL parses this template's tool calls."""
+    tokenizer = getattr(processing_class, "tokenizer", processing_class)
+    if getattr(tokenizer, "response_template", None) or getattr(tokenizer, "response_schema", None):
+        return
+    try:
+        add_response_schema(processing_class)  # what GRPOTrainer does itself for a template it knows
+    except ValueError:
+        raise UnsupportedTemplateError(
+            f"TRL {trl.__version__}'s environment_factory route parses tool calls only for chat templates it "
+            "recognizes (Qwen3-VL's among VL models; not Qwen2-VL's or Qwen2.5-VL's): train this model "
+            "with vlm_envs.rollout.trl.VlmEnvsGRPOTrainer"
+        ) from None
+
+
+class TrlEnvironment:
+    """One episode of a vlm-envs env at a time, for TRL's ``environment_factory`` (see the module).
+
+    Build classes with :func:`environment_factory`: each env's tools are methods of its own class, as
+    TRL reads tools off the class. Public methods are TRL's: ``reset``, ``get_reward`` and the tools.
+    """
+
+    env_name: ClassVar[str] = ""
+    env_config: ClassVar[dict[str, Any]] = {}
+    make_env: ClassVar[Callable[[], Env] | None] = None
+
+    def __init__(self) -> None:
+        self._env = (
+            self.make_env() if self.make_env is not None else build_env(self.env_name, **self.env_config)
+        )
+        self._done = True
+        self.last_info: dict[str, Any] = {}
+
+    def reset(self, **row: Any) -> list[dict[str, Any]]:
+        """Start an episode (the row's ``seed`` picks it) and return its first observation's parts."""
+        seed = row.get("seed")
+        obs, _ = self._env.reset(seed=int(seed) if seed is not None else None)
+        self._done = False
+        self.last_info = {}
+        return _parts(obs)
+
+    def reply(self, text: str) -> list[dict[str, Any]] | str:
+        """Send your reply to the environment, written exactly as its instructions ask.
+
+        Args:
+            text: Your whole reply, for example <answer>A</answer>.
+        """
+        return self._step(text)
+
+    def get_reward(self) -> float:
+        """The env's episode reward (of the episode as far as it was played)."""
+        return float(self._env.episode_reward())
+
+    def _step(self, text: str) -> list[dict[str, Any]] | str:
+        if self._done:
+            return "The episode is over: do not call any more tools."
+        obs, self._done, info = self._env.step(text)
+        self.last_info = {"reward": info.reward, "metrics": dict(info.metrics), "done": self._done}
+        return _parts(obs)
+
+
+def environment_factory(
+    env: str, processing_class: Any = None, *, make_env: Callable[[], Env] | None = None, **config: Any
+) -> type[TrlEnvironment]:
+    """A :class:`TrlEnvironment` class for the registered env ``env`` (with ``config``), to pass as
+    ``GRPOTrainer(environment_factory=...)``; ``make_env`` builds the env instead (a
+    ``RemoteEnv``, say). ``processing_class`` is checked by :func:`check_processor`."""
+    if processing_class is not None:
+        check_processor(processing_class)
+    probe = make_env() if make_env is not None else build_env(env, **config)
+    try:
+        schemas = probe.tools()
+    finally:
+        probe.close()
+    methods: dict[str, Any] = {"env_name": env, "env_config": dict(config)}
+    if make_env is not None:
+        methods["make_env"] = staticmethod(make_env)
+    for schema in schemas:
+        tool = env_tool(schema)
+        methods[tool.__name__] = tool
+    name = "".join(part.title() for part in re.split(r"[^A-Za-z0-9]+", env)) + "TrlEnvironment"
+    return type(name, (TrlEnvironment,), methods)
+
+
+def env_tool(schema: Mapping[str, Any]) -> Callable[..., Any]:
+    """A method calling the env's own tool ``schema`` (an OpenAI function schema): its arguments
+    become the ``<tool_call>`` text the env reads, with TRL's signature and docstring."""
+    function = schema.get("function", schema)
+    name = str(function.get("name", ""))
+    if not _IDENTIFIER.match(name) or name in RESERVED or name.startswith("_"):
+        raise ValueError(f"env tool {name!r} cannot be a TRL tool method (reserved or not an identifier)")
+    properties = dict(function.get("parameters", {}).get("properties", {}))
+    required = set(function.get("parameters", {}).get("required", ()))
+    if not all(_IDENTIFIER.match(arg) for arg in properties):
+        raise ValueError(f"env tool {name!r} has an argument that is not an identifier")
+
+    def call(self: TrlEnvironment, **arguments: Any) -> list[dict[str, Any]] | str:
+        given = {k: v for k, v in arguments.items() if v is not None}
+        return self._step(f"<tool_call>\n{json.dumps({'name': name, 'arguments': given})}\n</tool_call>")
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    lines = [str(function.get("description") or name), "", "Args:"]
+    for arg, spec in properties.items():
+        optional = arg not in required
+        kind = _annotation(spec)
+        kind = kind | None if optional else kind
+        annotations[arg] = kind
+        default = None if optional else inspect.Parameter.empty
+        params.append(
+            inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=kind)
+        )
+        lines.append(f"    {arg}: {spec.get('description') or 'see the description above'}")
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = "\n".join(lines)
+    call.__annotations__ = annotations
+    call.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return call
+
+
+def _annotation(spec: Mapping[str, Any]) -> Any:
+    if spec.get("type") == "array":
+        return list[_annotation(spec.get("items", {}))] if spec.get("items") else list
+    return JSON_TYPES.get(str(spec.get("type")), str)
+
+
+def _parts(obs: Observation) -> list[dict[str, Any]]:
+    """An observation as the content parts TRL passes on (images as PIL images, in display order)."""
+    return [dict(part) for part in obs.parts()] or [{"type": "text", "text": ""}]

@@ -1,0 +1,130 @@
+"""Stock TRL GRPOTrainer(environment_factory=...) plays our envs: real GRPO steps on a tiny Qwen3-VL
+(TRL's own copy of the Qwen3-VL template), every later turn's image in the training forward, the env's
+reward as the reward; Qwen2-VL's template refused in one line; every env's oracle through the tools."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("trl")
+
+import datasets
+import torch
+from trl import GRPOConfig, GRPOTrainer
+from trl.chat_template_utils import qwen2_5_vl_chat_template, qwen3_vl_chat_template
+
+from vlm_envs import list_envs
+from vlm_envs.fidelity import ImageFidelityCheck
+from vlm_envs.interop.trl_environment import (
+    TrlEnvironment,
+    UnsupportedTemplateError,
+    check_processor,
+    environment_factory,
+)
+from vlm_envs.testing import build_tiny_processor, build_tiny_qwen3_vl
+
+QUESTIONS = 3
+
+
+@pytest.fixture(autouse=True)
+def one_thread() -> Any:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def qwen3_vl() -> Any:
+    processor = build_tiny_processor("qwen3_vl")
+    processor.chat_template = qwen3_vl_chat_template  # the published template, as TRL stores it
+    return processor
+
+
+def biased_toward(processor: Any, text: str) -> list[list[Any]]:
+    """transformers' sequence_bias pushing generation to ``text`` then the end of the turn (a random
+    tiny model never writes a tool call; its own log probs are what TRL trains on). Every episode of
+    a group then plays alike: no advantage, nothing learned; what is checked is what the loss sees."""
+    ids = processor.tokenizer.encode(text, add_special_tokens=False)
+    ids.append(processor.tokenizer.convert_tokens_to_ids("<|im_end|>"))
+    return [[ids[: k + 1], 100.0 * (k + 1)] for k in range(len(ids))]
+
+
+def tool_call(letter: str) -> str:
+    call = {"name": "reply", "arguments": {"text": f"<answer>{letter}</answer>"}}
+    return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
+
+
+def test_stock_grpo_trainer_trains_on_every_turns_image(tmp_path: Path) -> None:
+    processor = qwen3_vl()
+    model = build_tiny_qwen3_vl(processor).train()
+    data = datasets.Dataset.from_list(
+        [{"prompt": [{"role": "user", "content": "Play."}], "seed": seed} for seed in range(2)]
+    )
+    args = GRPOConfig(
+        output_dir=str(tmp_path / "grpo"),
+        use_cpu=True,
+        bf16=False,
+        per_device_train_batch_size=4,
+        num_generations=2,
+        max_completion_length=1000,
+        max_tool_calling_iterations=QUESTIONS - 1,  # the turns after the first: one image each
+        generation_kwargs={"sequence_bias": biased_toward(processor, tool_call("A"))},
+        max_steps=2,
+        learning_rate=1e-2,
+        report_to=[],
+        save_strategy="no",
+        logging_steps=1,
+        seed=0,
+    )
+    factory = environment_factory("image_probe", processor, questions=QUESTIONS)
+    trainer = GRPOTrainer(
+        model=model, args=args, train_dataset=data, processing_class=processor, environment_factory=factory
+    )
+    check = ImageFidelityCheck(model, processor, raise_on_error=True, expect_image_each_turn=True)
+    trainer.train()
+    assert trainer.state.global_step == 2 and not check.problems
+    # generation's forwards hold the images so far; the loss's forward all of them: 1 prompt + 2 tool images
+    assert max(r.images for r in check.reports if r.samples == 4) == 4 * QUESTIONS
+    played = [env for env in trainer.environments if isinstance(env, TrlEnvironment)]
+    assert len(played) == 4 and all(env.last_info["metrics"]["format_valid"] for env in played)
+    logged = trainer.state.log_history[1]  # the second step's episodes are the ones still held
+    rewards = [env.get_reward() for env in played]
+    assert logged[f"rewards/{type(played[0]).__name__}/mean"] == pytest.approx(sum(rewards) / 4)
+    assert logged["tools/call_frequency"] > 0 and logged["tools/failure_frequency"] == 0
+
+
+def test_qwen2_vl_templates_are_refused_in_one_line() -> None:
+    processor = build_tiny_processor("qwen2_vl")
+    processor.chat_template = qwen2_5_vl_chat_template  # Qwen2-VL ships the same template
+    with pytest.raises(UnsupportedTemplateError, match="VlmEnvsGRPOTrainer") as refused:
+        environment_factory("sokoban", processor)
+    assert "\n" not in str(refused.value)
+    check_processor(qwen3_vl())
+
+
+@pytest.mark.parametrize("name", [spec.name for spec in list_envs()])
+def test_every_env_plays_its_oracle_through_the_tools(name: str) -> None:
+    """Each registered env's oracle, replayed through the class TRL would call: its own tools by name,
+    everything else through ``reply``; the episode reward is the env's."""
+    cls = environment_factory(name)
+    env, reference = cls(), cls()._env
+    parts = env.reset(seed=1)
+    reference.reset(seed=1)
+    assert parts and all(p["type"] in ("text", "image") for p in parts)
+    for _ in range(50):
+        answer = reference.oracle_response()
+        if answer is None:
+            break
+        reference.step(answer)
+        start = answer.rfind("<tool_call>")
+        if start >= 0 and answer.rstrip().endswith("</tool_call>"):
+            payload = json.loads(answer[start + len("<tool_call>") : answer.rfind("</tool_call>")])
+            getattr(env, payload["name"])(**payload["arguments"])
+        else:
+            env.reply(answer)
+    assert env.get_reward() == reference.episode_reward() and env.last_info["done"]
+    assert env.reply("anything") == "The episode is over: do not call any more tools."
