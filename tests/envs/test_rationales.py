@@ -46,6 +46,11 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({"difficulty": "hard"}, SEEDS),
         ({"start": "classic", "max_moves_per_turn": 1}, range(1)),
     ],
+    "clock": [
+        ({}, range(20)),
+        ({"difficulty": "hard"}, range(20)),
+        ({"question": "any", "numerals": "any"}, range(20)),
+    ],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)
 _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)

@@ -389,6 +389,30 @@ def tower_of_hanoi(env: Any, reason: str, reply: str) -> None:
         at = nxt
 
 
+def clock(env: Any, reason: str, reply: str) -> None:
+    ep = env._ep
+    hour, minute = divmod(ep.shown, 60)
+    hour = hour or 12
+    hands = re.match(
+        r"The hour hand is (?:between (\d+) and (\d+)|on (\d+)) and the minute hand is on ", reason
+    )
+    assert hands, reason
+    if minute:  # the hour hand has left the hour by minute/60 of the way to the next
+        assert (int(hands.group(1) or 0), int(hands.group(2) or 0)) == (hour, hour % 12 + 1), reason
+        assert f"the minute hand is on {minute} minutes," in reason, reason
+    else:
+        assert int(hands.group(3) or 0) == hour and "the minute hand is on the 12," in reason, reason
+    assert f"so the clock shows {hour}:{minute:02d}." in reason, reason
+    later = re.search(r" (\d+) minutes later it is (\d+):(\d\d)\.$", reason)
+    assert (later is not None) == (ep.later is not None), reason
+    if later:
+        total = (hour % 12) * 60 + minute + int(later.group(1))
+        assert int(later.group(1)) == ep.later, reason
+        assert ((int(later.group(2)) % 12) * 60 + int(later.group(3))) == total % 720, reason
+    said = later.group(2) + ":" + later.group(3) if later else f"{hour}:{minute:02d}"
+    assert _answer(reply) == said, reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -400,6 +424,7 @@ TRUTH: dict[str, Check] = {
     "frozen_lake": frozen_lake,
     "lights_out": lights_out,
     "tower_of_hanoi": tower_of_hanoi,
+    "clock": clock,
     "sliding_puzzle": sliding_puzzle,
     "minesweeper": minesweeper,
     "image_probe": image_probe,
