@@ -101,3 +101,24 @@ def test_the_walker_sees_every_import_form(tmp_path: Path):
     assert find_cycle(graph) == ["pkg.a", "pkg.sub.b", "pkg.c", "pkg.a"]
     del graph["pkg.c"]
     assert find_cycle(graph) is None
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every package module ``start`` imports, directly or through others."""
+    seen, pending = set(), [start]
+    while pending:
+        for nxt in graph.get(pending.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                pending.append(nxt)
+    return seen
+
+
+def test_serve_and_remote_know_the_registry_and_the_protocol_never_the_rollout_or_a_trainer():
+    graph = import_graph()
+    rooms = [m for m in graph if m.startswith("vlm_envs.serve")] + ["vlm_envs.remote"]
+    forbidden = ("vlm_envs.rollout", "vlm_envs.eval", "vlm_envs.cli", "vlm_envs.interop", "vlm_envs.sft")
+    for module in rooms:
+        bad = sorted(m for m in _reach(graph, module) if m.startswith(forbidden))
+        assert not bad, f"{module} reaches {bad}"
+    assert "vlm_envs.registry" in _reach(graph, "vlm_envs.serve.worker")
