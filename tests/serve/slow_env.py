@@ -32,3 +32,8 @@ class SlowEnv(Env):
 
 def build_env(sample: Any = None, args: Any = None, **config: Any) -> SlowEnv:
     return SlowEnv(**config)
+
+
+def worker_that_cannot_start(conn: Any, served: Any) -> None:
+    """A serve worker process that ends before it is ready (as one whose imports fail)."""
+    raise SystemExit(3)

@@ -190,3 +190,34 @@ def test_idle_sessions_are_closed():
         answer = step(running, session_id)
         assert answer.status_code == 410 and "idle" in detail(answer)
         assert len(running.service.sessions) == 0
+
+
+def test_workers_that_cannot_start_stop_being_restarted_and_calls_say_why():
+    import asyncio
+
+    from slow_env import worker_that_cannot_start
+
+    from vlm_envs.serve.pool import START_ATTEMPTS, EnvWorkers, WorkerDied
+
+    async def main():
+        pool = EnvWorkers(1, {"x": "x"}, target=worker_that_cannot_start)
+        pool.start(asyncio.get_running_loop())
+        for _ in range(600):
+            if pool.broken:
+                break
+            await asyncio.sleep(0.05)
+        assert pool.broken and "exit code 3" in pool.broken and pool._failed_starts == START_ATTEMPTS
+        with pytest.raises(WorkerDied, match="cannot start"):
+            await pool.call(0, pool.generation(0), "state", "s", None)
+        pool.close()
+
+    asyncio.run(main())
+
+
+def test_deeply_nested_json_is_a_400_and_the_server_goes_on(slow):
+    answer = post(slow, "/reset", data=b"[" * 2000 + b"]" * 2000)
+    assert answer.status_code == 400 and detail(answer).startswith("malformed JSON")
+    nested = '{"env": "sokoban", "config": {"a": ' + "[" * 1500 + "]" * 1500 + "}}"
+    answer = post(slow, "/reset", data=nested.encode())
+    assert answer.status_code in (400, 422) and detail(answer)
+    assert requests.get(slow.url + "/health", timeout=10).json()["status"] == "healthy"

@@ -34,6 +34,7 @@ from vlm_envs.serve.wire import (
     State,
     StepFields,
     WireObservation,
+    one_line,
 )
 
 Handler = Callable[[Request, Service], Awaitable[Response]]
@@ -57,6 +58,8 @@ def create_app(config: ServeConfig) -> Starlette:
                 return await handler(request, service)
             except ApiError as err:
                 return err.response()
+            except Exception as err:  # a bug of ours still answers one line, never a traceback page
+                return error_response(500, one_line(err))
 
         return Route(path, endpoint, methods=[method])
 

@@ -24,6 +24,8 @@ from vlm_envs.serve.worker import worker_main
 
 #: How long a stopping worker gets before it is killed (seconds).
 STOP_TIMEOUT_S = 5.0
+#: Workers that end before they are ready, in a row, before the pool stops starting them.
+START_ATTEMPTS = 3
 
 
 class WorkerDied(Exception):
@@ -33,11 +35,11 @@ class WorkerDied(Exception):
 class _Process:
     """One worker process, its pipe, its unanswered calls and the thread reading its replies."""
 
-    def __init__(self, ctx: Any, served: Mapping[str, str], generation: int) -> None:
+    def __init__(self, ctx: Any, target: Callable, served: Mapping[str, str], generation: int) -> None:
         self.generation = generation
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(
-            target=worker_main, args=(child, dict(served)), daemon=True, name="vlm-envs-serve-worker"
+            target=target, args=(child, dict(served)), daemon=True, name="vlm-envs-serve-worker"
         )
         self.process.start()
         child.close()
@@ -62,10 +64,12 @@ class EnvWorkers:
         *,
         call_timeout_s: float = 120.0,
         on_death: Callable[[int, int, str], None] | None = None,
+        target: Callable[[Any, Mapping[str, str]], None] = worker_main,
     ) -> None:
         if processes < 1:
             raise ValueError(f"workers must be >= 1, got {processes}")
         self.served = dict(served)
+        self.target = target  # what a worker process runs (worker_main; a test may swap it)
         self.call_timeout_s = call_timeout_s
         self.on_death = on_death or (lambda index, generation, reason: None)
         self._ctx = multiprocessing.get_context("spawn")  # safe beside threads and a running loop
@@ -74,6 +78,8 @@ class EnvWorkers:
         self._ids = itertools.count()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing = False
+        self._failed_starts = 0
+        self.broken: str | None = None  # why workers cannot start, once they kept failing to
 
     @property
     def processes(self) -> int:
@@ -102,6 +108,8 @@ class EnvWorkers:
         """Send one call to worker ``index`` and await ``(status, body)``; :class:`WorkerDied` if the
         worker that holds the session (``generation``) is gone or dies before answering."""
         proc = self._procs[index]
+        if self.broken is not None:
+            raise WorkerDied(self.broken)
         if proc is None or proc.generation != generation:
             raise WorkerDied("the worker holding this session was restarted")
         call_id = next(self._ids)
@@ -149,7 +157,7 @@ class EnvWorkers:
     # ---- internals --------------------------------------------------------------------------------
 
     def _start(self, index: int) -> None:
-        proc = _Process(self._ctx, self.served, next(self._generations))
+        proc = _Process(self._ctx, self.target, self.served, next(self._generations))
         self._procs[index] = proc
         threading.Thread(
             target=self._read, args=(index, proc), daemon=True, name="vlm-envs-serve-reader"
@@ -163,6 +171,7 @@ class EnvWorkers:
                 call_id, status, body = pickle.loads(proc.conn.recv_bytes())
                 if call_id == -1:
                     proc.ready.set()
+                    self._failed_starts = 0
                     continue
                 with proc.lock:
                     future = proc.pending.get(call_id)
@@ -174,13 +183,17 @@ class EnvWorkers:
         code = proc.process.exitcode
         reason = proc.killed_because or f"the worker process holding this session died (exit code {code})"
         with proc.lock:
-            proc.ended = True
+            was_ready, proc.ended = proc.ready.is_set(), True
             orphans, proc.pending = list(proc.pending.values()), {}
+        if not was_ready and proc.killed_because is None:
+            self._failed_starts += 1
+            if self._failed_starts >= START_ATTEMPTS:  # a new one would fail the same way
+                self.broken = f"env workers cannot start (exit code {code}); see the server's log"
         proc.ready.set()
         proc.conn.close()
         for future in orphans:
             loop.call_soon_threadsafe(_fail, future, WorkerDied(reason))
-        if self._closing or self._procs[index] is not proc:
+        if self._closing or self._procs[index] is not proc or self.broken is not None:
             return
         if not loop.is_closed():
             loop.call_soon_threadsafe(self.on_death, index, proc.generation, reason)
