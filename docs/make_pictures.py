@@ -26,6 +26,7 @@ FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | N
     "frozen_lake.png": ("frozen_lake", {"difficulty": "medium"}, 2, None),
     "lights_out.png": ("lights_out", {}, 1, None),
     "tower_of_hanoi.png": ("tower_of_hanoi", {"difficulty": "hard"}, 2, None),
+    "clock.png": ("clock", {"difficulty": "medium"}, 12, None),
 }
 
 
