@@ -106,17 +106,25 @@ async def session(url: str, index: int, steps: int, gate: Gate, load: Load) -> N
                     return
 
 
-async def drive(url: str, sessions: int, steps: int) -> tuple[Load, float, float]:
+async def drive(url: str, sessions: int, steps: int, server: int) -> tuple[Load, float, float, dict]:
+    """Open and reset every session, then step them all; also the CPU seconds the stepping took in
+    the server's loop, its workers and this client."""
     load = Load()
     gate = Gate(sessions)
     started = time.perf_counter()
     tasks = [asyncio.create_task(session(url, i, steps, gate, load)) for i in range(sessions)]
     await gate.all_open.wait()
     connect_s = time.perf_counter() - started
+    workers = process_tree(server)[1:]
+    before = (cpu_s(server), sum(map(cpu_s, workers)), client_cpu_s())
     started = time.perf_counter()
     gate.go.set()
     await asyncio.gather(*tasks)
-    return load, connect_s, time.perf_counter() - started
+    step_s = time.perf_counter() - started
+    after = (cpu_s(server), sum(map(cpu_s, workers)), client_cpu_s())
+    used = [b - a for a, b in zip(before, after, strict=True)]
+    cpu = dict(zip(("server loop", "workers", "client"), used, strict=True))
+    return load, connect_s, step_s, cpu
 
 
 def in_process(steps: int, encode: bool) -> list[float]:
@@ -136,19 +144,44 @@ def in_process(steps: int, encode: bool) -> list[float]:
     return latencies
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and its children (MB)."""
-    total, pending = 0, [pid]
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants."""
+    found, pending = [], [pid]
     while pending:
         current = pending.pop()
+        found.append(current)
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
+
+
+def rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and its descendants (MB)."""
+    total = 0
+    for current in process_tree(pid):
         try:
             status = Path(f"/proc/{current}/status").read_text()
             total += int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
-            for task in Path(f"/proc/{current}/task").iterdir():
-                pending += [int(c) for c in (task / "children").read_text().split()]
         except (OSError, StopIteration, ValueError):
             continue
     return total / 1024
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) ``pid`` has used so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def client_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def free_port() -> int:
@@ -191,7 +224,8 @@ def main() -> None:
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("the server did not start") from None
                 time.sleep(0.2)
-        load, connect_s, step_s = asyncio.run(drive(f"ws://127.0.0.1:{port}/ws", args.sessions, args.steps))
+        url = f"ws://127.0.0.1:{port}/ws"
+        load, connect_s, step_s, cpu = asyncio.run(drive(url, args.sessions, args.steps, server.pid))
         memory = rss_mb(server.pid)
     finally:
         server.terminate()
@@ -209,6 +243,8 @@ def main() -> None:
     print(row("served, WebSocket", args.sessions, load.latencies, load.failed, len(load.latencies) / step_s))
     print(row("in process, env.step", 1, alone, 0, len(alone) / sum(alone)))
     print(row("in process, step + wire encoding", 1, encoded, 0, len(encoded) / sum(encoded)))
+    steps = max(1, len(load.latencies))
+    print("CPU ms per served step: " + ", ".join(f"{k} {v * 1e3 / steps:.2f}" for k, v in cpu.items()))
     if load.failed:
         print(f"first failure: {load.first_error}")
 
