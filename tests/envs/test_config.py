@@ -9,20 +9,28 @@ from pydantic import Field
 
 from vlm_envs import build_env
 from vlm_envs.envs.chart_calc import ChartCalcConfig
+from vlm_envs.envs.clock import ClockConfig
 from vlm_envs.envs.config import MAX_IMAGE_SIDE, EnvConfig, TurnCap, overridden
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.fog_maze import FogMazeConfig
+from vlm_envs.envs.frozen_lake import FrozenLakeConfig
 from vlm_envs.envs.jigsaw import JigsawConfig
+from vlm_envs.envs.lights_out import LightsOutConfig
 from vlm_envs.envs.mental_rotation import MentalRotationConfig
 from vlm_envs.envs.sokoban import SokobanConfig
+from vlm_envs.envs.tower_of_hanoi import TowerOfHanoiConfig
 from vlm_envs.envs.zoom_search import ZoomSearchConfig
 
 CONFIGS = [
     ChartCalcConfig,
+    ClockConfig,
     FogMazeConfig,
+    FrozenLakeConfig,
     JigsawConfig,
+    LightsOutConfig,
     MentalRotationConfig,
     SokobanConfig,
+    TowerOfHanoiConfig,
     ZoomSearchConfig,
 ]
 
