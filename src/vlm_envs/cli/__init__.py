@@ -1,12 +1,14 @@
-"""The ``vlm-envs`` command: ``list``, ``check``, ``play``, ``eval``, ``make-dataset`` and ``make-sft``.
+"""The ``vlm-envs`` command: ``list``, ``check``, ``play``, ``eval``, ``make-dataset``, ``make-sft``
+and ``serve``.
 
 One module per command (:mod:`~vlm_envs.cli.listing`, :mod:`~vlm_envs.cli.check`,
 :mod:`~vlm_envs.cli.play`, :mod:`~vlm_envs.cli.evaluate`, :mod:`~vlm_envs.cli.dataset`,
-:mod:`~vlm_envs.cli.sft`), each with ``add(sub)`` registering its parser and ``run(args)``; what they
-share is in :mod:`~vlm_envs.cli.common`. Problems the user must fix (unknown env or policy,
-unreachable server, bad output path, bad config) end with one ``vlm-envs: error: ...`` line on stderr
-and exit code 2, no traceback. An eval in which every episode FAILED exits 1 (see
-:data:`~vlm_envs.cli.evaluate.EVAL_EPILOG`); Ctrl-C exits 130 with one line.
+:mod:`~vlm_envs.cli.sft`, :mod:`~vlm_envs.cli.serve`), each with ``add(sub)`` registering its parser
+and ``run(args)``; what they share is in :mod:`~vlm_envs.cli.common`. Problems the user must fix
+(unknown env or policy, unreachable server, bad output path, bad config) end with one
+``vlm-envs: error: ...`` line on stderr and exit code 2, no traceback. An eval in which every
+episode FAILED exits 1 (see :data:`~vlm_envs.cli.evaluate.EVAL_EPILOG`); Ctrl-C exits 130 with one
+line.
 """
 
 from __future__ import annotations
