@@ -141,6 +141,17 @@ def plan_episode(prompt: Any, max_completion_length: int | None, max_new_tokens:
     return Plan(spec, episode, FallbackPrompt(messages=tuple(messages)) if messages else None)
 
 
+def prompt_problem(prompt: Any) -> str | None:
+    """Why the episode ``prompt`` carries cannot play (``None`` if it can): no carrier or a
+    malformed one, a windowed history, an env a row may not name, or a config key naming a file."""
+    try:
+        spec = plan_episode(prompt, None).spec
+        check_row_config(check_row_env(spec.env), spec.env_config)
+    except (ValueError, ImportError) as err:  # RowError is a ValueError; ImportError: an env's module
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
 def episode_row(traj: Trajectory, codec: ChatCodec, record: dict[str, Any]) -> EpisodeRow:
     """The trajectory as TRL's entry; a failed or rule-breaking one as one masked token.
 

@@ -12,17 +12,20 @@ first that each row's tokens are the episode's. It relies on a few internals of 
 
 from __future__ import annotations
 
+import collections
 import inspect
+import logging
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
 import trl
 from trl import GRPOTrainer
 
+from vlm_envs.rollout.trajectory import Status
 from vlm_envs.rollout.trl.rewards import episode_reward
-from vlm_envs.rollout.trl.rollout import EpisodeRow, ids_digest, rollout_func
+from vlm_envs.rollout.trl.rollout import EpisodeRow, VlmEnvsRollout, ids_digest, prompt_problem, rollout_func
 
 #: TRL versions this trainer was tested with (``make test`` runs it against each).
 TESTED_TRL_VERSIONS = ("1.16.0",)
@@ -64,8 +67,62 @@ RELIED_ON = {
 RELIED_ON_ATTRIBUTES = ("use_vllm", "model_wrapped", "accelerator", "_dist")
 
 
+#: Where TRL's GRPOTrainer logs (its "All reward functions returned None" warning).
+TRL_LOGGER = "trl.trainer.grpo_trainer"
+
+
 class TrlVersionError(RuntimeError):
     """The installed TRL changed what :class:`VlmEnvsGRPOTrainer` relies on."""
+
+
+class DatasetError(ValueError):
+    """A dataset row names no episode this trainer can play."""
+
+
+class EpisodesFailedError(RuntimeError):
+    """Every episode failed in ``max_failed_steps`` generation rounds in a row: training stopped."""
+
+
+def dataset_prompts(dataset: Any) -> Iterator[Any]:
+    """Each row's ``prompt`` (``KeyError`` for a row without one), reading no other column."""
+    if hasattr(dataset, "select_columns") and "prompt" in (getattr(dataset, "column_names", None) or ()):
+        dataset = dataset.select_columns(["prompt"])
+    for row in dataset:
+        yield row["prompt"]
+
+
+def check_dataset(dataset: Any, name: str) -> None:
+    """Raise :class:`DatasetError` with the index and reason of ``dataset``'s first row whose episode
+    cannot play. A streamed dataset (no ``len``) is read when sampled: its bad rows fail there."""
+    if dataset is None or not hasattr(dataset, "__len__"):
+        return
+    if isinstance(dataset, dict):  # TRL's named eval datasets
+        for key, part in dataset.items():
+            check_dataset(part, f"{name}[{key!r}]")
+        return
+    index = -1
+    try:
+        for index, prompt in enumerate(dataset_prompts(dataset)):
+            problem = prompt_problem(prompt)
+            if problem is not None:
+                raise DatasetError(f"{name} row {index}: {problem}")
+    except (KeyError, TypeError) as err:
+        raise DatasetError(
+            f"{name} row {index + 1} has no 'prompt' column ({type(err).__name__}: {err})"
+        ) from None
+
+
+class FailedEpisodeWarnings(logging.Filter):
+    """Drops TRL's "All reward functions returned None" warning about an episode of ours that failed
+    or was aborted: the rollout logs the real cause (and TRL gives that episode no advantage)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        ours = (
+            f"'status': '{Status.FAILED.value}'" in message
+            or f"'status': '{Status.ABORTED.value}'" in message
+        )
+        return not ("All reward functions returned None" in message and ours)
 
 
 def trl_problems(trainer_class: type = GRPOTrainer) -> list[str]:
@@ -109,10 +166,17 @@ class VlmEnvsGRPOTrainer(GRPOTrainer):
     :func:`~vlm_envs.rollout.trl.rewards.episode_reward`. Every image of each episode reaches
     every forward pass. ``tools`` and ``environment_factory`` are TRL's other multi-turn route and
     are refused here; vLLM is supported in server mode (``trl vllm-serve``).
+
+    With this library's rollout, every row of ``train_dataset`` and ``eval_dataset`` is checked when
+    the trainer is built (:class:`DatasetError`: the first bad row's index and reason). During
+    training, ``max_failed_steps`` (default 3) generation rounds in a row whose every episode FAILED
+    stop it with :class:`EpisodesFailedError`, naming the episodes' reasons.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, max_failed_steps: int = 3, **kwargs: Any) -> None:
         check_trl()
+        if not (isinstance(max_failed_steps, int) and max_failed_steps >= 1):
+            raise ValueError(f"max_failed_steps must be an int >= 1, got {max_failed_steps!r}")
         bound = inspect.signature(GRPOTrainer.__init__).bind(self, *args, **kwargs)
         arguments = {k: v for k, v in bound.arguments.items() if k != "self"}
         if arguments.get("tools") or arguments.get("environment_factory"):
@@ -131,6 +195,11 @@ class VlmEnvsGRPOTrainer(GRPOTrainer):
             arguments["reward_funcs"] = [episode_reward]
         if arguments.get("rollout_func") is None:
             arguments["rollout_func"] = rollout_func
+        if isinstance(arguments["rollout_func"], VlmEnvsRollout):
+            for name in ("train_dataset", "eval_dataset"):
+                check_dataset(arguments.get(name), name)
+        self.max_failed_steps = max_failed_steps
+        self._failed_steps = 0
         self._vlm_envs_rows: list[EpisodeRow] | None = None
         with warnings.catch_warnings():  # the experimental API is pinned by check_trl and the tests
             warnings.filterwarnings("ignore", message="You are using 'rollout_func'")
@@ -141,16 +210,29 @@ class VlmEnvsGRPOTrainer(GRPOTrainer):
         self._image_token_id = rollout_func.codec(self.processing_class).image_token_id
 
     def take_episode_images(self, rows: Sequence[EpisodeRow]) -> None:
-        """Called by the rollout with each entry's episode, in the order of TRL's batch."""
+        """Called by the rollout with each entry's episode, in the order of TRL's batch; stops
+        training once every episode failed in ``max_failed_steps`` rounds in a row."""
         self._vlm_envs_rows = list(rows)
+        errors = [row.record.get("error") for row in rows if row.record.get("status") == Status.FAILED.value]
+        self._failed_steps = self._failed_steps + 1 if rows and len(errors) == len(rows) else 0
+        if self._failed_steps >= self.max_failed_steps:
+            reasons = "; ".join(f"{n}x {error}" for error, n in collections.Counter(errors).most_common(3))
+            raise EpisodesFailedError(
+                f"every episode FAILED in {self._failed_steps} generation round(s) in a row "
+                f"(VlmEnvsGRPOTrainer(max_failed_steps={self.max_failed_steps})); training stopped. "
+                f"Reasons in the last round ({len(rows)} episodes): {reasons}"
+            )
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         self._vlm_envs_rows = None
+        quiet = FailedEpisodeWarnings()
+        logging.getLogger(TRL_LOGGER).addFilter(quiet)
         try:
             output = super()._generate_and_score_completions(inputs)
             rows = self._vlm_envs_rows
         finally:
             self._vlm_envs_rows = None
+            logging.getLogger(TRL_LOGGER).removeFilter(quiet)
         if rows is None:  # a rollout function of the user's own: TRL's behaviour, untouched
             return output
         for key in TRL_VISION_KEYS:
