@@ -2,12 +2,13 @@
 
 A tiny Qwen2-VL built in code plays ``benchmarks/cue_env.py`` (each turn a colour, the reply the
 direction it stands for; 2 turns, an image each; success: both right, 1 in 16 for a guesser). It is
-first warm-started on the env's oracle demonstrations (``make-sft``, TRL's ``SFTTrainer``), then
-trained with GRPO for a wall-clock budget. The control run starts from the same weights and takes
-the same steps with the advantages' sign flipped: it must not rise. Success is measured on held-out
-seeds with the policy's own sampling (temperature 1), through the same rollout. The env is
-registered as ``cue`` (``vlm_envs.register``), as a TRL row may name only a registered env; an
-episode that fails stops the benchmark with its reason.
+first warm-started on the env's oracle demonstrations (``make-sft``'s per-reply rows, trained on the
+replies only, with TRL's ``SFTTrainer``), then trained with GRPO for a wall-clock budget. The
+control run starts from the same weights and takes the same steps with the advantages' sign
+flipped: it must not rise. Success is measured on held-out seeds with the policy's own sampling
+(temperature 1), through the same rollout. The env is registered as ``cue``
+(``vlm_envs.register``), as a TRL row may name only a registered env; an episode that fails stops
+the benchmark with its reason.
 
 Run: ``.venv/bin/python benchmarks/trl_learning.py [--minutes 10] [--threads 2]``; the smallest
 setting (seconds, what the tests run): ``--minutes 0 --sft-steps 1 --episodes 8``.
@@ -71,7 +72,10 @@ def warm_start(processor: Any, steps: int, work: Path) -> dict[str, torch.Tensor
     """The tiny model's weights after ``steps`` SFT steps on oracle demonstrations (seeds 0..63)."""
     model = build_tiny_qwen2_vl(processor).train()
     if steps:
-        make_sft(OracleSource((ENV,), 64, max_turns=TURNS), work / "sft", fmt="trl")
+        # one prompt-completion row per reply, its context the whole episode so far (a window of
+        # TURNS - 1 turns): TRL trains on the completion only, as the SFT warm start needs
+        source = OracleSource((ENV,), 64, max_turns=TURNS)
+        make_sft(source, work / "sft", fmt="trl", history=f"window:{TURNS - 1}")
         data = datasets.load_dataset("parquet", data_files=str(work / "sft" / "train.parquet"))["train"]
         config = SFTConfig(
             output_dir=str(work / "sft-out"),
