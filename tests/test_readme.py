@@ -18,7 +18,9 @@ Trainer commands no test here can run (slime's launch, verl's, LLaMA-Factory's Y
 flag by flag: slime's against tests/docs/slime_flags.txt (made from slime's and Megatron-LM's own
 parsers, see tests/docs/make_slime_flags.py), verl's against verl's Hydra config and against what
 ``make-dataset --trainer verl`` prints, LLaMA-Factory's keys against tests/docs/llamafactory_keys.txt
-and transformers' training arguments.
+and transformers' training arguments, ms-swift's ``swift sft`` flags against
+tests/docs/ms_swift_flags.txt (see tests/docs/make_ms_swift_flags.py) and transformers' training
+arguments.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ PAGES = [README, *sorted(DOCS.glob("*.md"))]
 HERE = Path(__file__).parent / "docs"
 SLIME_FLAGS = HERE / "slime_flags.txt"
 LLAMAFACTORY_KEYS = HERE / "llamafactory_keys.txt"
+MS_SWIFT_FLAGS = HERE / "ms_swift_flags.txt"
 SKIP_RE = re.compile(r"<!--\s*readme-test:\s*skip\s*\((?P<why>.+)\)\s*-->")
 PATCH_RE = re.compile(r"<!--\s*readme-test:\s*patch\s+(?P<name>[\w-]+)\s*-->")
 FENCE_RE = re.compile(r"^```(?P<lang>\w*)\s*$")
@@ -123,16 +126,19 @@ def _run(argv: list[str], cwd: Path, where: str) -> subprocess.CompletedProcess[
 
 # ---- patches: what a block that needs a hub model or a GPU runs with here -------------------------
 
-#: A tiny Qwen3-VL saved to a folder (vlm_envs.testing.save_tiny_model), and
-#: ``AutoProcessor.from_pretrained`` loading such a folder: transformers' own loader needs torchvision
-#: for a Qwen-VL folder (its video processor), which has no CPU build here (FACTS.md), so the
-#: processor is assembled without one, and saved without one too.
+#: A tiny Qwen3-VL saved to a folder (vlm_envs.testing.save_tiny_model).
 _TINY_MODEL = """\
-import transformers
-from vlm_envs.eval.processors import load_processor
 from vlm_envs.testing.models import save_tiny_model
 
 TINY_MODEL = str(save_tiny_model("tiny-qwen3-vl", "qwen3_vl"))
+"""
+#: ``AutoProcessor.from_pretrained`` loading such a folder, for a script that calls it (the TRL GRPO
+#: script loads its processor with vlm_envs.rollout.trl.load_processor, as written): transformers'
+#: own loader needs torchvision for a Qwen-VL folder (its video processor), which has no CPU build
+#: here (FACTS.md), so the processor is assembled without one, and saved without one too.
+_TINY_PROCESSOR = """\
+import transformers
+from vlm_envs.eval.processors import load_processor
 
 
 def _load_tiny_processor(path, padding_side=None, **_):
@@ -167,6 +173,31 @@ def _{name}_here(**kwargs):
 
 
 {module}.{name} = _{name}_here
+"""
+
+
+#: TRL refuses assistant-only loss on images below transformers 5.18 and verl pins the venv's below
+#: 5.11: the SFT script runs with the transformers ``make install`` puts in .venv/overlays/trl-sft.
+_TRL_SFT_PATH = f"""\
+import sys
+
+sys.path.insert(0, {str(Path(sys.prefix) / "overlays" / "trl-sft")!r})
+"""
+#: The tiny processor with Qwen3-VL's chat template as Qwen ship it (TRL stores the file), which TRL
+#: swaps for its ``{{% generation %}}``-marked copy.
+_SHIPPED_TEMPLATE = """\
+from trl.chat_template_utils import qwen3_vl_chat_template
+
+_load_plain = transformers.AutoProcessor.from_pretrained
+
+
+def _load_shipped_template(path, **kwargs):
+    processor = _load_plain(path, **kwargs)
+    processor.chat_template = processor.tokenizer.chat_template = qwen3_vl_chat_template
+    return processor
+
+
+transformers.AutoProcessor.from_pretrained = _load_shipped_template
 """
 
 
@@ -207,11 +238,16 @@ PATCHES: dict[str, Patch] = {
         ),
         after="assert trainer.state.global_step == 1, trainer.state\n",
     ),
-    # docs/sft.md: SFT of Qwen3-VL-2B-Instruct on make-sft's trl rows -> two steps of a tiny Qwen3-VL
+    # docs/sft.md: SFT of Qwen3-VL-2B-Instruct on make-sft's trl conversations -> two steps of a tiny
+    # Qwen3-VL with Qwen3-VL's own chat template, under transformers 5.24 (see _TRL_SFT)
     "trl-sft": Patch(
         setup=("vlm-envs make-sft sokoban -n 2 --max-turns 3 --out sft/sokoban --format trl --rationale",),
         swaps=(('"Qwen/Qwen3-VL-2B-Instruct"', "TINY_MODEL"),),
-        before=_TINY_MODEL + _config_override("trl", "SFTConfig", f"dict({_CPU_STEPS}, max_steps=2)"),
+        before=_TRL_SFT_PATH
+        + _TINY_MODEL
+        + _TINY_PROCESSOR
+        + _SHIPPED_TEMPLATE
+        + _config_override("trl", "SFTConfig", f"dict({_CPU_STEPS}, max_steps=2)"),
         after=(
             "import os\n"
             "assert trainer.state.global_step == 2, trainer.state\n"
@@ -586,3 +622,42 @@ def test_the_docs_have_a_llamafactory_yaml_and_the_key_check_can_fail():
     known = read_llamafactory_keys()
     assert {"dataset_dir", "dataset", "template", "finetuning_type"} <= known["keys"]
     assert "datasets_dir" not in known["keys"] and "qwen2_vl" in known["templates"]
+
+
+# ---- ms-swift: the flags of `swift sft`, against its argument classes -------------------------------
+
+
+SWIFT_BLOCKS = [b for b in ALL_BLOCKS if b.lang == "bash" and re.search(r"\bswift sft\b", b.code)]
+
+
+def swift_flags(code: str) -> list[str]:
+    """The ``--flag`` names of the ``swift sft`` command in ``code``."""
+    words = shlex.split(code.replace("\\\n", " "))
+    start = words.index("sft", words.index("swift"))
+    return [w[2:].split("=", 1)[0] for w in words[start + 1 :] if w.startswith("--")]
+
+
+def read_ms_swift_flags(path: Path = MS_SWIFT_FLAGS) -> dict[str, set[str]]:
+    return read_llamafactory_keys(path)  # the same layout: [section] lines
+
+
+def check_swift_flags(flags: list[str]) -> list[str]:
+    from transformers import Seq2SeqTrainingArguments
+
+    known = read_ms_swift_flags()["flags"] | {f.name for f in dataclasses.fields(Seq2SeqTrainingArguments)}
+    return [flag for flag in flags if flag not in known]
+
+
+@pytest.mark.parametrize("block", SWIFT_BLOCKS, ids=[f"{b.page}-line{b.line}" for b in SWIFT_BLOCKS])
+def test_every_flag_of_a_swift_sft_command_is_one_ms_swift_takes(block: Block) -> None:
+    flags = swift_flags(block.code)
+    assert "dataset" in flags and "model" in flags
+    assert not check_swift_flags(flags), f"{block.page} line {block.line}"
+    version = next(iter(read_ms_swift_flags()["version"]))
+    assert f"ms-swift {version}" in (ROOT / block.page).read_text(encoding="utf-8")  # the release named
+
+
+def test_the_docs_have_a_swift_command_and_the_flag_check_can_fail():
+    assert [b.page for b in SWIFT_BLOCKS] == ["docs/sft.md"]
+    assert check_swift_flags(["tuner_type", "learning_rate"]) == []
+    assert check_swift_flags(["train_type", "datasets"]) == ["train_type", "datasets"]  # ms-swift 3's name

@@ -224,6 +224,7 @@ def _manifest(
         "conversations": writer.conversations,
         "rows": writer.rows,
         "broken_image_tags": writer.broken_tags,
+        "tool_turns": writer.tool_turns,
         "failed": sum(len(t.failed) for t in tallies.values()),
         "files": _digests(root),
     }

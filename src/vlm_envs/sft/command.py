@@ -70,4 +70,10 @@ def summary(files: SftFiles) -> str:
         lines.append(
             f"train: llamafactory-cli train ... --dataset_dir {files.out} --dataset {LLAMAFACTORY_NAME}{mask}"
         )
+        if manifest.get("tool_turns"):
+            lines.append(
+                "note: LLaMA-Factory's qwen2_vl template renders a tool turn as a user turn with "
+                "<tool_response>, not the tool role of Qwen2.5-VL's own template and the RL rollout; "
+                "qwen3_vl_nothink renders it as Qwen3-VL's does"
+            )
     return "\n".join(lines)

@@ -1,23 +1,29 @@
 """SFT data in the layouts trainers read: TRL, LLaMA-Factory (ShareGPT) and ms-swift.
 
-Each writer takes training :class:`~vlm_envs.sft.samples.Conversation` s and an :class:`ImageStore`
-and returns the files it wrote (relative to the output folder) with their bytes. Images are PNG:
-embedded as bytes in TRL's parquet (an image feature), written once per content as files for the
-others. Facts about each layout, read from the trainers' source:
+Each builder turns a training :class:`~vlm_envs.sft.samples.Conversation` into one record (row) of
+its layout; :mod:`vlm_envs.sft.writers` streams them to files. Images are PNG: embedded as bytes in
+TRL's parquet (an image feature), written once per content as files for the others. Facts about
+each layout, read from the trainers' source:
 
 - TRL 1.16 (``trl/trainer/sft_trainer.py``, ``DataCollatorForVisionLanguageModeling``): a
-  conversational prompt-completion row (``prompt``, ``completion``, ``images``) trains on the
-  completion only, with any chat template; ``assistant_only_loss`` over a ``messages`` row needs
-  ``{% generation %}`` markers that Qwen-VL templates lack. So each trained reply is one row whose
-  prompt is the context before it. ``prepare_multimodal_messages`` counts and fills image parts of
-  every role but ``tool``, so a tool message cannot carry an image there.
+  conversational ``messages`` row with ``images`` trains on the assistant replies only with
+  ``assistant_only_loss=True``, through the template's ``{% generation %}`` markers (TRL swaps in its
+  marked Qwen2-VL/Qwen2.5-VL and Qwen3-VL templates, :mod:`vlm_envs.sft.trl_template`; transformers
+  >= 5.18 for images). So an episode is one row. A prompt-completion row trains its completion only,
+  with any template: the layout of a windowed turn, whose context is not a prefix of the episode.
+  ``prepare_multimodal_messages`` fills image parts of every role but ``tool``, so a tool message
+  cannot carry an image there.
 - LLaMA-Factory (``data/README.md``, ``src/llamafactory/data/converter.py``): ``sharegpt``
   formatting with OpenAI-style tags; after an optional system message, user/observation messages
   stand at even positions and assistant ones at odd, ending with an assistant one; one ``<image>``
   tag per entry of ``images``, paths relative to ``dataset_dir`` (its default ``media_dir``).
-- ms-swift (``docs/source_en/Customization/Custom-dataset.md``): JSONL of ``messages`` with
-  ``<image>`` tags and ``images`` paths (absolute, as its docs advise); ``"loss": false`` on an
-  assistant message leaves it out of the loss; a ``tool`` message is not trained.
+  ``--format sharegpt`` writes the same files (an alias).
+- ms-swift 4.6.0 (``docs/source_en/Customization/Custom-dataset.md``; ``swift/template/
+  vision_utils.py``): JSONL of ``messages`` with ``<image>`` tags and ``images`` paths; a relative
+  path is read from the working folder, or from ``$ROOT_IMAGE_DIR`` when set, never from the data
+  file's folder, so the paths are relative to the output folder and the command sets
+  ``ROOT_IMAGE_DIR`` to it; ``"loss": false`` on an assistant message leaves it out of the loss; a
+  ``tool`` message is not trained.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ class Writer:
 
     def __init__(self, fmt: str, root: Path, per_reply: bool) -> None:
         self.fmt, self.root, self.per_reply = fmt, root, per_reply
-        self.rows = self.conversations = self.broken_tags = 0
+        self.rows = self.conversations = self.broken_tags = self.tool_turns = 0
 
     def add(self, conversation: Conversation, env: str, seed: int) -> None:
         raise NotImplementedError
@@ -89,6 +89,7 @@ class TaggedWriter(Writer):
 
     def add(self, conversation: Conversation, env: str, seed: int) -> None:
         self.conversations += 1
+        self.tool_turns += sum(m["role"] == "tool" for m in conversation.messages)
         if self.fmt == "swift":
             record, broken = formats.swift_record(conversation, self.store)
             self.file.write(formats.json_line(record))
