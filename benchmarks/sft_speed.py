@@ -18,7 +18,7 @@ from pathlib import Path
 
 from vlm_envs import list_envs
 from vlm_envs.sft import FormatError, OracleSource, make_sft
-from vlm_envs.sft.build import oracle_demos
+from vlm_envs.sft.sources import oracle_demos
 
 FORMATS = ("trl", "llamafactory", "swift")
 
