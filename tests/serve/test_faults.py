@@ -158,6 +158,11 @@ def test_unknown_sessions_and_envs_get_a_4xx_naming_what_is_known(slow):
     with pytest.raises(RemoteEnvError, match="unknown env 'chess'") as err:
         RemoteEnv(slow.url, "chess").reset(0)
     assert err.value.status == 404
+    remote = RemoteEnv(slow.url, SLOW_ENV)
+    remote.reset(0)
+    answer = step(slow, remote.session["session_id"])  # a WebSocket's session is not for HTTP calls
+    assert answer.status_code == 404 and "played on it" in detail(answer)
+    remote.close()
 
 
 def test_a_step_after_done_is_a_409(slow):

@@ -86,12 +86,16 @@ def create_app(config: ServeConfig) -> Starlette:
 
 
 def _session(service: Service, session_id: str) -> Session:
+    """The HTTP session ``session_id`` (a WebSocket's session is its connection's alone)."""
     try:
-        return service.sessions.get(session_id)
+        session = service.sessions.get(session_id)
     except UnknownSession as err:
         raise ApiError(404, str(err)) from None
     except LostSession as err:
         raise ApiError(410, str(err)) from None
+    if session.websocket:
+        raise ApiError(404, f"unknown session {session_id[:64]!r}: a WebSocket's session is played on it")
+    return session
 
 
 def _answer(status: int, body: bytes) -> Response:
