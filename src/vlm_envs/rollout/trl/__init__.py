@@ -18,10 +18,13 @@ that knows TRL (the ``trl`` extra).
 
 from vlm_envs.rollout.trl.engines import VLLMSampling, VLLMServerEngine
 from vlm_envs.rollout.trl.policy import PolicyEngine
+from vlm_envs.rollout.trl.processor import load_processor
 from vlm_envs.rollout.trl.rewards import episode_metrics, episode_reward
 from vlm_envs.rollout.trl.rollout import EpisodeRow, StockTrainerError, VlmEnvsRollout, rollout_func
 from vlm_envs.rollout.trl.trainer import (
     TESTED_TRL_VERSIONS,
+    DatasetError,
+    EpisodesFailedError,
     TrlVersionError,
     VlmEnvsGRPOTrainer,
     check_trl,
@@ -29,7 +32,9 @@ from vlm_envs.rollout.trl.trainer import (
 
 __all__ = [
     "TESTED_TRL_VERSIONS",
+    "DatasetError",
     "EpisodeRow",
+    "EpisodesFailedError",
     "PolicyEngine",
     "StockTrainerError",
     "TrlVersionError",
@@ -40,5 +45,6 @@ __all__ = [
     "check_trl",
     "episode_metrics",
     "episode_reward",
+    "load_processor",
     "rollout_func",
 ]
