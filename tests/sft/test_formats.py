@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from sft_helpers import MAX_TURNS
+from sft_helpers import MAX_TURNS, oracle_demo
 
+from vlm_envs import list_envs
 from vlm_envs.sft import Conversation, FormatError, OracleSource, make_sft
 from vlm_envs.sft.formats import ImageStore, llamafactory_record, swift_record, trl_conversation, trl_rows
 
@@ -151,3 +152,27 @@ def test_a_trl_conversation_holds_every_turn_and_each_image_once() -> None:
     assert row["messages"][4]["content"] == [{"type": "text", "text": "<answer>Left</answer>"}]
     # the per-reply layout repeats the context: reply k's prompt holds images 1..k
     assert [len(r["images"]) for r in trl_rows(conv)] == [1, 2]
+
+
+@pytest.mark.parametrize("env", sorted(spec.name for spec in list_envs()))
+def test_every_env_writes_one_trl_conversation_per_episode_or_names_another_format(
+    tmp_path: Path, env: str
+) -> None:
+    """A new env inherits this: its oracle episode is one ``messages`` row holding each of its images
+    once, or, where a tool answers with a picture, a one-line refusal naming the formats that can."""
+    import datasets
+
+    try:
+        files = make_sft(OracleSource((env,), 1, max_turns=MAX_TURNS), tmp_path / "o", fmt="trl")
+    except FormatError as err:
+        assert "--format swift or --format llamafactory" in str(err)
+        return
+    (row,) = datasets.load_dataset("parquet", data_files=str(tmp_path / "o" / "train.parquet"))["train"]
+    assert files.rows == files.conversations == 1 and row["env"] == env and row["seed"] == 0
+    demo = oracle_demo(env, 0)
+    assert [m["role"] for m in row["messages"]] == [m["role"] for m in demo.messages]
+    shown = [p["image"] for m in demo.messages if not isinstance(m["content"], str) for p in m["content"]
+             if p.get("type") == "image"]  # fmt: skip
+    assert [im.convert("RGB").tobytes() for im in row["images"]] == [
+        im.convert("RGB").tobytes() for im in shown
+    ]

@@ -33,9 +33,12 @@ class Writer:
         self.rows = self.conversations = self.broken_tags = self.tool_turns = 0
 
     def add(self, conversation: Conversation, env: str, seed: int) -> None:
-        raise NotImplementedError
+        """Write ``conversation`` (from episode ``seed`` of ``env``)."""
+        self.conversations += 1
+        self.tool_turns += sum(m["role"] == "tool" for m in conversation.messages)
 
     def close(self) -> None:
+        """Finish the files (the data is complete only after this)."""
         raise NotImplementedError
 
 
@@ -52,7 +55,7 @@ class TrlWriter(Writer):
         self.pending: list[dict[str, Any]] = []
 
     def add(self, conversation: Conversation, env: str, seed: int) -> None:
-        self.conversations += 1
+        super().add(conversation, env, seed)
         if not self.per_reply:
             self.pending.append({**formats.trl_conversation(conversation), "env": env, "seed": seed})
         else:
@@ -88,8 +91,7 @@ class TaggedWriter(Writer):
             self.file.write(b"[")
 
     def add(self, conversation: Conversation, env: str, seed: int) -> None:
-        self.conversations += 1
-        self.tool_turns += sum(m["role"] == "tool" for m in conversation.messages)
+        super().add(conversation, env, seed)
         if self.fmt == "swift":
             record, broken = formats.swift_record(conversation, self.store)
             self.file.write(formats.json_line(record))
