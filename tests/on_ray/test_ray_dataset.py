@@ -47,8 +47,10 @@ def test_the_ray_build_writes_the_bytes_of_the_local_build(
 def test_every_shard_reports_its_node_and_the_rows_come_back_in_seed_order(ray_cluster: str) -> None:
     spec = RowSpec("sokoban", 5, None, {"grid_size": [6, 6]}, "slime", geo3k=False)
     shards = RayShards(ray_cluster)
-    rows = shards.run(spec.rows, 5, 64)
+    batches = list(shards.run(spec.rows, 5, 64))  # a shard at a time, as the writer takes them
+    rows = [row for batch in batches for row in batch]
     assert [row["metadata"]["seed"] for row in rows] == list(range(5, 69))
+    assert [len(batch) for batch in batches] == [count for _, count in shards.shards]
     assert rows == spec.rows(5, 64)
     assert shards.shards == shard_ranges(5, 64, cpus=2.0) and len(shards.shards) == 8
     assert len(shards.node_ids) == len(shards.shards)
@@ -57,7 +59,7 @@ def test_every_shard_reports_its_node_and_the_rows_come_back_in_seed_order(ray_c
 
 def test_verl_rows_built_in_shards_count_their_index_over_the_whole_dataset(ray_cluster: str) -> None:
     spec = RowSpec("sokoban", 100, 4, {}, "verl", geo3k=False)
-    rows = RayShards(ray_cluster).run(spec.rows, 100, 20)
+    rows = [row for batch in RayShards(ray_cluster).run(spec.rows, 100, 20) for row in batch]
     assert [row["extra_info"]["index"] for row in rows] == list(range(20))
     assert [row["extra_info"]["seed"] for row in rows] == list(range(100, 120))
 

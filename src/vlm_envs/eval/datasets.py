@@ -9,10 +9,12 @@ the env, the seed and the env config, which is all the slime hook needs to repla
 seed builds its env from these alone: :mod:`vlm_envs.rollout.rows`).
 Columns: ``problem``, ``images``, ``answer``, ``metadata`` (slime's geo3k example layout).
 
-Rows are built by seed range (:class:`RowSpec`) and gathered in seed order by a runner: this process
-by default, Ray tasks for ``--ray`` (:mod:`vlm_envs.eval.ray_dataset`); either way they reach the one
-writer, so both builds write the same bytes. A curriculum (``levels``, :mod:`vlm_envs.eval.curriculum`)
-gives each row its own ``difficulty``, recorded in the row's env config.
+Rows are built by seed range (:class:`RowSpec`) and handed on in seed order, a batch at a time, by a
+runner: this process by default, Ray tasks for ``--ray`` (:mod:`vlm_envs.eval.ray_dataset`); either way
+they stream to the one writer, which holds one row group at a time (memory stays flat however many
+rows) and cuts row groups by count, not by batch, so both builds write the same bytes. A curriculum
+(``levels``, :mod:`vlm_envs.eval.curriculum`) gives each row its own ``difficulty``, recorded in the
+row's env config.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 PROMPT_KEY, IMAGES_KEY, LABEL_KEY, METADATA_KEY = "problem", "images", "answer", "metadata"
 TRAINERS = ("slime", "verl", "trl")
 Row = dict[str, Any]
+#: Rows per parquet row group, and per batch a local build makes: the most rows the writer holds.
+ROW_GROUP = 64
 
 
 class RowBuildError(RuntimeError):
@@ -140,26 +144,62 @@ class RowSpec:
         return env_rows(self.env_name, count, first, self.max_turns, self.env_config)
 
 
-#: Builds ``n`` rows from ``seed`` with ``make(first, count)`` calls and returns them in seed order.
-RowRunner = Callable[[Callable[[int, int], list[Row]], int, int], list[Row]]
+#: Builds ``n`` rows from ``seed`` with ``make(first, count)`` calls and yields them in seed order, in
+#: batches.
+RowRunner = Callable[[Callable[[int, int], list[Row]], int, int], Iterable[list[Row]]]
 
 
-def run_here(make: Callable[[int, int], list[Row]], seed: int, n: int) -> list[Row]:
-    """The default runner: every row in this process."""
-    return make(seed, n)
+def run_here(make: Callable[[int, int], list[Row]], seed: int, n: int) -> Iterator[list[Row]]:
+    """The default runner: the rows in this process, :data:`ROW_GROUP` at a time."""
+    for first in range(seed, seed + n, ROW_GROUP):
+        yield make(first, min(ROW_GROUP, seed + n - first))
 
 
-def write_rows(rows: list[Row], path: Path) -> None:
-    """The one parquet writer of make-dataset (slime and verl rows; ``images`` as image features).
+def write_rows(batches: Iterable[list[Row]], path: Path, expected: int) -> None:
+    """The one parquet writer of make-dataset (every trainer's rows; ``images`` as image features):
+    streams the batches to ``path`` in row groups of :data:`ROW_GROUP` rows. The columns' types are
+    those of the first row group. :class:`RowBuildError` if the batches hold other than ``expected``
+    rows.
 
     The file is replaced whole or not at all (:func:`vlm_envs.files.replacing`).
     """
-    import datasets
+    written, held = 0, []
+    writer: Any = None
+    features: Any = None
+    # through a Python file, whose errors say why (a full disk, a size limit), as OSError
+    with replacing(path) as partial, open(partial, "wb") as sink:
+        try:
+            for batch in batches:
+                held += batch
+                while len(held) >= ROW_GROUP:
+                    group, held = held[:ROW_GROUP], held[ROW_GROUP:]
+                    writer, features = _write_group(group, sink, writer, features)
+                    written += len(group)
+            if held or writer is None:
+                writer, features = _write_group(held, sink, writer, features)
+                written += len(held)
+        finally:
+            if writer is not None:
+                writer.close()
+        if written != expected:  # the old file stays
+            raise RowBuildError(f"the runner built {written} rows, not {expected}")
 
-    table = datasets.Dataset.from_list(rows)
-    table = table.cast_column(IMAGES_KEY, datasets.Sequence(datasets.Image()))
-    with replacing(path) as partial:
-        table.to_parquet(str(partial))
+
+def _write_group(rows: list[Row], sink: Any, writer: Any, features: Any) -> tuple[Any, Any]:
+    """Append one row group (the first opens the file with its types)."""
+    import datasets
+    import pyarrow.parquet as pq
+
+    if features is None:
+        table = datasets.Dataset.from_list(rows)
+        features = table.cast_column(IMAGES_KEY, datasets.Sequence(datasets.Image())).features
+    arrow = datasets.Dataset.from_list(rows, features=features).data.table
+    if writer is None:
+        writer = pq.ParquetWriter(sink, features.arrow_schema)
+    writer.write_table(
+        arrow.replace_schema_metadata(features.arrow_schema.metadata), row_group_size=ROW_GROUP
+    )
+    return writer, features
 
 
 def output_files(out: str | Path, trainer: str) -> tuple[Path, Path]:
@@ -186,9 +226,15 @@ def check_outputs(out: str | Path, trainer: str, force: bool) -> None:
         )
     existing = [str(p) for p in (parquet, yaml) if p.exists()]
     if existing and not force:
+        edits = (
+            "the training script may hold your edits"
+            if trainer == "trl"
+            else "a YAML may hold keys you added, such as vlm_envs_workers"
+        )
+        verb = "exists" if len(existing) == 1 else "exist"
         raise OutputExistsError(
-            f"{' and '.join(map(repr, existing))} already exist (a YAML may hold keys you added, such as "
-            "vlm_envs_workers): pass --force to replace them, or choose another --out"
+            f"{' and '.join(map(repr, existing))} already {verb} ({edits}): pass --force to replace "
+            f"{'it' if len(existing) == 1 else 'them'}, or choose another --out"
         )
 
 
@@ -249,10 +295,8 @@ def make_dataset(
         raise ValueError(f"levels names {len(levels)} rows' difficulty, not -n {n}")
     plan = tuple(levels) if levels is not None else None
     geo3k = trainer == "slime" and spec.name == "geo3k" and not env_config and plan is None
-    rows = runner(RowSpec(env_name, seed, max_turns, env_config, trainer, geo3k, plan).rows, seed, n)
-    if len(rows) != n:
-        raise RowBuildError(f"the runner built {len(rows)} rows, not {n}")
-    write_rows(rows, path)
+    batches = runner(RowSpec(env_name, seed, max_turns, env_config, trainer, geo3k, plan).rows, seed, n)
+    write_rows(batches, path, n)
     if trainer == "verl":
         return write_verl_yaml(path, n, env_name, max_turns, backend)  # type: ignore[arg-type]
     if trainer == "trl":

@@ -2,18 +2,18 @@
 
 :class:`RayShards` is a row runner for :func:`vlm_envs.eval.datasets.make_dataset`: it cuts the seeds
 into contiguous ranges, builds each on a Ray task (one CPU, spread over the nodes; each task builds
-its own env) and hands the rows back in seed order to the same writer the local build uses, so the
-files are byte-identical to it. It joins the cluster this process is connected to, else ``address``,
-else ``RAY_ADDRESS``, else starts a local one, in bounded time (:func:`vlm_envs.rollout.ray_cluster.join`:
-an address where nothing answers is one line at once). Importing this module imports ray; only
-``--ray`` does.
+its own env) and hands each shard's rows on in seed order, as they are gathered, to the same writer
+the local build uses, so the files are byte-identical to it. It joins the cluster this process is
+connected to, else ``address``, else ``RAY_ADDRESS``, else starts a local one, in bounded time
+(:func:`vlm_envs.rollout.ray_cluster.join`: an address where nothing answers is one line at once).
+Importing this module imports ray; only ``--ray`` does.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import ray
@@ -54,8 +54,9 @@ class RayShards:
         self.shards: list[tuple[int, int]] = []
         self.node_ids: list[str] = []
 
-    def run(self, make: Callable[[int, int], list[Row]], seed: int, n: int) -> list[Row]:
-        """Rows ``make(first, count)`` for every shard of ``seed .. seed + n - 1``, in seed order."""
+    def run(self, make: Callable[[int, int], list[Row]], seed: int, n: int) -> Iterator[list[Row]]:
+        """Rows ``make(first, count)`` for every shard of ``seed .. seed + n - 1``, a shard at a time in
+        seed order."""
         cpus = self._join()
         self.shards = shard_ranges(seed, n, cpus)
         self.node_ids = []
@@ -63,7 +64,6 @@ class RayShards:
         make_ref = ray.put(make)
         todo = iter(self.shards)
         pending: deque[tuple[tuple[int, int], Any]] = deque()
-        rows: list[Row] = []
         try:
             while True:
                 while len(pending) < max(1, int(cpus * IN_FLIGHT_PER_CPU)):
@@ -72,14 +72,14 @@ class RayShards:
                         break
                     pending.append((shard, task.remote(make_ref, *shard)))
                 if not pending:
-                    return rows
+                    return
                 (first, count), ref = pending.popleft()
                 try:
                     shard_rows, node_id = ray.get(ref)
                 except RayError as err:
                     raise RowBuildError(f"seeds {first}..{first + count - 1}: {_cause(err)}") from None
-                rows.extend(shard_rows)
                 self.node_ids.append(node_id)
+                yield shard_rows
         finally:
             for _, ref in pending:  # a failed build stops the rest
                 ray.cancel(ref, force=True)
