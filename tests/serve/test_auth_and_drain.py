@@ -105,7 +105,8 @@ def test_sigterm_lets_the_step_in_flight_finish_then_exits():
         ]
         for thread in threads:
             thread.start()
-        time.sleep(0.7)  # both steps are in the worker now
+        while requests.get(url + "/health", timeout=10).json()["in_flight"] < 2:  # both steps sent
+            time.sleep(0.05)
         server.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         refused = requests.post(url + "/reset", json={"seed": 1}, timeout=10)  # draining: no new sessions

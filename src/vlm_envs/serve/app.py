@@ -153,6 +153,7 @@ async def health(request: Request, service: Service) -> Response:
             "status": "degraded" if sessions.draining else "healthy",
             "sessions": len(sessions),
             "max_sessions": sessions.max_sessions,
+            "in_flight": service.in_flight,
             "workers": service.workers.processes,
             "envs": sorted(service.served),
         }
