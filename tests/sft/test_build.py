@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import datasets
 import pytest
 
 from vlm_envs.sft import OracleSource, RunSource, SftError, make_sft
@@ -88,6 +89,10 @@ def test_from_a_run_keeps_exactly_the_episodes_over_min_reward(random_run: Path,
     assert 0 < len(wins) < len(records), "the run should hold wins and losses"
     files = make_sft(RunSource(random_run), tmp_path / "wins", fmt="swift")
     assert files.manifest["envs"]["sokoban"]["kept_seeds"] == wins
+    files = make_sft(RunSource(random_run), tmp_path / "wins-trl", fmt="trl")
+    assert files.rows == files.conversations == len(wins)  # exactly the winning episodes, one row each
+    rows = datasets.load_dataset("parquet", data_files=str(tmp_path / "wins-trl" / "train.parquet"))["train"]
+    assert rows["seed"] == wins
     assert files.manifest["envs"]["sokoban"]["source_success_rate"] == len(wins) / len(records)
     over = sorted(r["seed"] for r in records)  # every reward is >= 0
     files = make_sft(RunSource(random_run, min_reward=0.0), tmp_path / "over", fmt="llamafactory")
