@@ -15,6 +15,7 @@ from vlm_envs.envs.fog_maze.oracle import shortest_actions
 from vlm_envs.envs.image_probe import COLORS
 from vlm_envs.envs.jigsaw.board import swap
 from vlm_envs.envs.mental_rotation.shapes import ROTATIONS, TURNS, key, mirrored, oriented, turn
+from vlm_envs.envs.rush_hour.board import grid
 
 Check = Callable[[Any, str, str], None]
 _MOVES = r"\b(Up|Down|Left|Right)\b"
@@ -413,6 +414,60 @@ def clock(env: Any, reason: str, reply: str) -> None:
     assert _answer(reply) == said, reason
 
 
+def _slides(board: tuple[str, ...], n: int) -> list[tuple[tuple[str, ...], str]]:
+    """Every board one Rush Hour move from ``board`` (rows of letters, '.' empty), with the move's text."""
+    cells: dict[str, list[tuple[int, int]]] = {}
+    for r, row in enumerate(board):
+        for c, ch in enumerate(row):
+            if ch != ".":
+                cells.setdefault(ch, []).append((r, c))
+    out = []
+    for car, at in cells.items():
+        flat = at[0][0] == at[-1][0]
+        for sign, word in ((-1, "left" if flat else "up"), (1, "right" if flat else "down")):
+            for k in range(1, n):
+                moved = [(r, c + sign * k) if flat else (r + sign * k, c) for r, c in at]
+                if not all(0 <= r < n and 0 <= c < n and board[r][c] in (".", car) for r, c in moved):
+                    break
+                after = [list(row) for row in board]
+                for r, c in at:
+                    after[r][c] = "."
+                for r, c in moved:
+                    after[r][c] = car
+                out.append((tuple("".join(row) for row in after), f"{car} {word} {k}"))
+    return out
+
+
+def _moves_to_exit(board: tuple[str, ...], n: int) -> int:
+    row = next(r for r, line in enumerate(board) if "X" in line)
+    seen, frontier, depth = {board}, [board], 0
+    while frontier:
+        if any(b[row][n - 1] == "X" for b in frontier):
+            return depth
+        frontier = [nxt for b in frontier for nxt, _ in _slides(b, n) if not (nxt in seen or seen.add(nxt))]
+        depth += 1
+    raise AssertionError("the red car cannot get out")
+
+
+def rush_hour(env: Any, reason: str, reply: str) -> None:
+    n = env.config.size
+    board = tuple("".join(row) for row in grid(env.layout, env.position))
+    row = next(r for r, line in enumerate(board) if "X" in line)
+    left = board[row].index("X")
+    assert reason.startswith(f"X is in row {row + 1}, columns {left + 1}-{left + 2};"), reason
+    way = re.search(r"In its way: (.*?)\.", reason)
+    named = re.findall(r"([A-Z]) \(column (\d+)\)", way.group(1)) if way else []
+    assert named == [(ch, str(c + 1)) for c, ch in enumerate(board[row]) if c > left + 1 and ch != "."], (
+        reason
+    )
+    total = re.search(r"takes (\d+) more moves?; next: (.*)\.$", reason)
+    assert total and int(total.group(1)) == _moves_to_exit(board, n), reason
+    assert total.group(2) == _answer(reply), reason
+    for move in total.group(2).split(", "):
+        board = next(b for b, text in _slides(board, n) if text == move)
+    assert _moves_to_exit(board, n) == int(total.group(1)) - len(total.group(2).split(", ")), reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -427,5 +482,6 @@ TRUTH: dict[str, Check] = {
     "clock": clock,
     "sliding_puzzle": sliding_puzzle,
     "minesweeper": minesweeper,
+    "rush_hour": rush_hour,
     "image_probe": image_probe,
 }

@@ -1,0 +1,103 @@
+"""RushHour: solvable levels whose recorded optimum matches an independent BFS, the oracle winning every
+seed per difficulty in that many moves, move rules, seed-exactness across processes, parsing, hostile
+replies."""
+
+from __future__ import annotations
+
+import pytest
+from puzzle_helpers import (
+    assert_hostile_never_raise,
+    digest_in_subprocess,
+    episode_digest,
+    play,
+    success_rate,
+)
+from rationale_truth import _moves_to_exit
+
+from vlm_envs.checker import check_env
+from vlm_envs.envs.rush_hour.actions import parse_moves
+from vlm_envs.registry import build_env
+
+TARGET = "vlm_envs.envs.rush_hour"
+
+
+def board_rows(text: str) -> tuple[str, ...]:
+    return tuple(line.rstrip(" >").replace(" ", "") for line in text.splitlines())
+
+
+@pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
+def test_the_recorded_optimum_is_an_independent_bfs_and_within_the_preset(difficulty):
+    env = build_env(TARGET, difficulty=difficulty)
+    low, high = env.config.min_moves, env.config.max_moves
+    for seed in range(8):
+        _, info = env.reset(seed=seed)
+        assert info["optimal_moves"] == _moves_to_exit(board_rows(info["board"]), 6)
+        assert low <= info["optimal_moves"] <= high or info["attempt"] == 39
+
+
+@pytest.mark.parametrize(("difficulty", "seeds"), [("easy", 60), ("medium", 40), ("hard", 15)])
+def test_the_oracle_wins_every_seed_in_the_fewest_moves(difficulty, seeds):
+    env = build_env(TARGET, difficulty=difficulty)
+    for seed in range(seeds):
+        end = play(env, seed, "oracle")
+        assert end["success"] is True and end["moves"] == end["optimal_moves"] and end["moves_to_solve"] == 0
+
+
+def test_random_play_is_far_below_the_oracle_and_harder_on_hard():
+    easy = success_rate(TARGET, {"difficulty": "easy"}, "random", range(60))
+    hard = success_rate(TARGET, {"difficulty": "hard"}, "random", range(20))
+    assert hard < easy <= 0.3 and hard <= 0.05
+
+
+def test_impossible_moves_are_skipped_and_the_rest_played():
+    env = build_env(TARGET, render_mode="text", max_actions_per_turn=4)
+    _, info = env.reset(seed=3)
+    rows = board_rows(info["board"])
+    flat = next(ch for ch in "ABCDEFGHIJKLMNOP" if any(ch * 2 in row for row in rows))  # a horizontal one
+    reply = env.oracle_response().removeprefix("<answer>").removesuffix("</answer>")
+    obs, _, step = env.step(f"<answer>{flat} up 1, Z left 1, X right 9, {reply.split(', ')[0]}</answer>")
+    assert step.metrics["format_valid"] and not step.metrics["action_valid"] and step.metrics["moves"] == 1
+    assert "3 of your moves were not possible" in obs.text
+    assert step.metrics["moves_to_solve"] == info["optimal_moves"] - 1
+
+
+def test_parse_moves_spellings_and_errors():
+    assert parse_moves("<answer>b Down 2; X r\nA-up 1</answer>", 3).moves == (
+        (2, "down", 2),
+        (0, "right", 1),
+        (1, "up", 1),
+    )
+    assert "at most 2" in parse_moves("<answer>A up, B up, C up</answer>", 2).error
+    assert "not a move" in parse_moves("<answer>A sideways 2</answer>", 2).error
+    assert "?" in parse_moves("<answer><image></answer>", 2).error
+
+
+@pytest.mark.parametrize("config", [{}, {"render_mode": "vision+text", "difficulty": "easy"}])
+def test_same_seed_same_episode_in_another_process(config):
+    env = build_env(TARGET, **config)
+    assert episode_digest(env, 7) == episode_digest(env, 7) != episode_digest(env, 8)
+    assert digest_in_subprocess(TARGET, config, 7) == episode_digest(env, 7)
+
+
+def test_hostile_replies_check_env_and_config_errors():
+    assert_hostile_never_raise(build_env(TARGET), 0)
+    check_env(build_env(TARGET, difficulty="easy"))
+    for bad in ({"size": 9}, {"min_moves": 5, "max_moves": 4}, {"vehicles": 0}, {"difficulty": "expert"}):
+        with pytest.raises(ValueError):
+            build_env(TARGET, **bad)
+
+
+def test_a_board_with_the_red_car_alone_is_one_move():
+    env = build_env(TARGET, vehicles=1, min_moves=1, max_moves=1)
+    _, info = env.reset(seed=0)
+    assert info["vehicles"] == 1 and info["optimal_moves"] == 1
+    assert play(env, 0, "oracle")["success"] is True
+
+
+def test_a_stream_of_malformed_replies_ends_at_the_turn_cap():
+    env = build_env(TARGET, max_turns=3)
+    env.reset(seed=0)
+    for turn in range(3):
+        obs, done, info = env.step("no answer")
+        assert "Invalid answer" in obs.text and done == (turn == 2)
+    assert info.truncated and info.metrics["success"] is False
