@@ -1,8 +1,10 @@
 """One writer per results folder: an OS lock on ``FOLDER/run.lock`` that dies with its process.
 
 ``flock`` is released by the kernel when the holder exits, however it exits (SIGKILL included), so
-a killed run leaves no stale lock. The file names the holder (pid, host, start time) for the run
-that is turned away; it is emptied when the holder finishes.
+a killed run leaves no stale lock (only an empty or named ``run.lock``, which locks nothing). The
+file names the holder (pid, host, start time) for the run that is turned away; the holder removes it
+when it finishes, still holding the lock. A run that locked a file just removed (it opened the name
+before the removal) sees that the name no longer points at its file, and locks the new one.
 """
 
 from __future__ import annotations
@@ -32,15 +34,30 @@ def _holder(fd: int) -> str:
         return "a process that has not written its name yet"
 
 
-@contextlib.contextmanager
-def folder_lock(folder: Path) -> Iterator[None]:
-    """Hold ``folder``'s lock for the ``with`` block; raise :class:`FolderBusyError` if it is held."""
-    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+def _locked(path: Path) -> int:
+    """A descriptor of ``path`` holding its lock; :class:`FolderBusyError` if another process holds it."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise FolderBusyError(_holder(fd)) from None
+            holder = _holder(fd)
+            os.close(fd)
+            raise FolderBusyError(holder) from None
+        try:
+            if os.stat(path).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:  # removed by its last holder after we opened it
+            pass
+        os.close(fd)  # a file no longer at the name locks nothing: lock the one there now
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path) -> Iterator[None]:
+    """Hold ``folder``'s lock for the ``with`` block; raise :class:`FolderBusyError` if it is held."""
+    path = folder / LOCK_FILE
+    fd = _locked(path)
+    try:
         started = datetime.datetime.now().astimezone().isoformat(timespec="seconds")
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started": started}
         os.ftruncate(fd, 0)
@@ -48,6 +65,7 @@ def folder_lock(folder: Path) -> Iterator[None]:
         try:
             yield
         finally:
-            os.ftruncate(fd, 0)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)  # while still locked: the next run makes its own
     finally:
         os.close(fd)  # closing the last descriptor releases the lock
