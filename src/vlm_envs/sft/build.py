@@ -31,7 +31,7 @@ from vlm_envs.sft.sources import (
     read_run,
     run_demos,
 )
-from vlm_envs.sft.writers import DATA_FILES, open_writer
+from vlm_envs.sft.writers import DATA_FILES, Writer, open_writer
 
 #: ``progress(done, total, kept)`` after each episode.
 Progress = Callable[[int, int, int], None]
@@ -180,7 +180,7 @@ def _manifest(
     fmt: str,
     window: History,
     tallies: dict[str, EnvTally],
-    writer: Any,
+    writer: Writer,
     root: Path,
 ) -> dict[str, Any]:
     import vlm_envs

@@ -7,6 +7,7 @@ lines as they come, and image files as soon as they are first seen.
 
 from __future__ import annotations
 
+import abc
 import json
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,7 +26,7 @@ DATA_FILES = {
 ROW_GROUP = 64
 
 
-class Writer:
+class Writer(abc.ABC):
     """One format's data file in ``root``; :meth:`add` a conversation, :meth:`close` at the end."""
 
     def __init__(self, fmt: str, root: Path, per_reply: bool) -> None:
@@ -37,9 +38,9 @@ class Writer:
         self.conversations += 1
         self.tool_turns += sum(m["role"] == "tool" for m in conversation.messages)
 
+    @abc.abstractmethod
     def close(self) -> None:
         """Finish the files (the data is complete only after this)."""
-        raise NotImplementedError
 
 
 class TrlWriter(Writer):
