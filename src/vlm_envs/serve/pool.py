@@ -191,13 +191,14 @@ class EnvWorkers:
                 self.broken = f"env workers cannot start (exit code {code}); see the server's log"
         proc.ready.set()
         proc.conn.close()
-        for future in orphans:
-            loop.call_soon_threadsafe(_fail, future, WorkerDied(reason))
-        if self._closing or self._procs[index] is not proc or self.broken is not None:
-            return
-        if not loop.is_closed():
-            loop.call_soon_threadsafe(self.on_death, index, proc.generation, reason)
+        replace = not (self._closing or self._procs[index] is not proc or self.broken or loop.is_closed())
+        if replace:  # first, so a session moved off the dead worker lands on its successor
             self._start(index)
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
+            for future in orphans:
+                loop.call_soon_threadsafe(_fail, future, WorkerDied(reason))
+            if replace:
+                loop.call_soon_threadsafe(self.on_death, index, proc.generation, reason)
 
 
 def _settle(future: asyncio.Future, result: tuple[int, bytes]) -> None:
