@@ -29,8 +29,8 @@ def add(sub: argparse._SubParsersAction) -> None:
     sv.add_argument(
         "--workers",
         type=int,
-        default=max(1, (os.cpu_count() or 2) - 1),
-        help="env worker processes (default: CPUs - 1)",
+        default=os.cpu_count() or 1,
+        help="env worker processes (default: one per CPU; the server's loop needs far less than a worker)",
     )
     sv.add_argument("--max-sessions", type=int, default=4096, help="sessions at once (default 4096)")
     sv.add_argument(
