@@ -5,6 +5,7 @@ reward as the reward; Qwen2-VL's template refused in one line; every env's oracl
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,11 @@ from vlm_envs.interop.trl_environment import (
     check_processor,
     environment_factory,
 )
+from vlm_envs.serve.config import ServeConfig
 from vlm_envs.testing import build_tiny_processor, build_tiny_qwen3_vl
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "serve"))
+from serve_support import ServerThread
 
 QUESTIONS = 3
 
@@ -58,7 +63,16 @@ def tool_call(letter: str) -> str:
     return f"<tool_call>\n{json.dumps(call)}\n</tool_call>"
 
 
-def test_stock_grpo_trainer_trains_on_every_turns_image(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def probe_server() -> Any:
+    with ServerThread(ServeConfig(envs=("image_probe",), workers=1)) as running:
+        yield running
+
+
+@pytest.mark.parametrize("route", ["local", "served"])
+def test_stock_grpo_trainer_trains_on_every_turns_image(route: str, request: Any, tmp_path: Path) -> None:
+    """Two GRPO steps, the env in process or on ``vlm-envs serve`` (RemoteEnv)."""
+    url = request.getfixturevalue("probe_server").url if route == "served" else None
     processor = qwen3_vl()
     model = build_tiny_qwen3_vl(processor).train()
     data = datasets.Dataset.from_list(
@@ -80,7 +94,7 @@ def test_stock_grpo_trainer_trains_on_every_turns_image(tmp_path: Path) -> None:
         logging_steps=1,
         seed=0,
     )
-    factory = environment_factory("image_probe", processor, questions=QUESTIONS)
+    factory = environment_factory("image_probe", processor, url=url, questions=QUESTIONS)
     trainer = GRPOTrainer(
         model=model, args=args, train_dataset=data, processing_class=processor, environment_factory=factory
     )
@@ -91,6 +105,7 @@ def test_stock_grpo_trainer_trains_on_every_turns_image(tmp_path: Path) -> None:
     assert max(r.images for r in check.reports if r.samples == 4) == 4 * QUESTIONS
     played = [env for env in trainer.environments if isinstance(env, TrlEnvironment)]
     assert len(played) == 4 and all(env.last_info["metrics"]["format_valid"] for env in played)
+    assert {type(env._env).__name__ for env in played} == {"RemoteEnv" if url else "ImageProbeEnv"}
     logged = trainer.state.log_history[1]  # the second step's episodes are the ones still held
     rewards = [env.get_reward() for env in played]
     assert logged[f"rewards/{type(played[0]).__name__}/mean"] == pytest.approx(sum(rewards) / 4)

@@ -8,6 +8,9 @@
     trainer = GRPOTrainer(model=model, args=GRPOConfig(...), train_dataset=data, processing_class=processor,
                           environment_factory=environment_factory("sokoban", processor))
 
+``environment_factory("sokoban", processor, url="http://HOST:PORT")`` plays the env on ``vlm-envs
+serve`` instead (:class:`~vlm_envs.remote.RemoteEnv`).
+
 On this route TRL makes every action a JSON tool call and answers it with a ``tool`` message. Each
 instance plays one episode: ``reset(**row)`` starts it (the row's ``seed`` column, when there is one,
 picks the episode; a GRPO group repeats its row, so it plays one seed) and returns the first
@@ -26,10 +29,11 @@ call never reaches the env (the episode then ends where it stands).
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import trl
@@ -113,13 +117,23 @@ class TrlEnvironment:
 
 
 def environment_factory(
-    env: str, processing_class: Any = None, *, make_env: Callable[[], Env] | None = None, **config: Any
+    env: str,
+    processing_class: Any = None,
+    *,
+    url: str | Sequence[str] | None = None,
+    make_env: Callable[[], Env] | None = None,
+    **config: Any,
 ) -> type[TrlEnvironment]:
     """A :class:`TrlEnvironment` class for the registered env ``env`` (with ``config``), to pass as
-    ``GRPOTrainer(environment_factory=...)``; ``make_env`` builds the env instead (a
-    ``RemoteEnv``, say). ``processing_class`` is checked by :func:`check_processor`."""
+    ``GRPOTrainer(environment_factory=...)``. ``url``: play it on ``vlm-envs serve`` server(s)
+    (:class:`~vlm_envs.remote.RemoteEnv`, round robin); ``make_env`` builds the env any other way.
+    ``processing_class`` is checked by :func:`check_processor`."""
     if processing_class is not None:
         check_processor(processing_class)
+    if url is not None:
+        from vlm_envs.remote import RemoteEnv  # the serve client's extra, only when asked for
+
+        make_env = functools.partial(RemoteEnv, url, env, **config)
     probe = make_env() if make_env is not None else build_env(env, **config)
     try:
         schemas = probe.tools()
