@@ -55,7 +55,7 @@ class RushHourEnv(EpisodicEnv[RushHourConfig, _Episode]):
         cfg = self._configure(options)
         seed = self._episode_seed(seed)
         rng = np.random.default_rng([seed, 0x4054])
-        level = generate(cfg.size, cfg.vehicles, cfg.min_moves, cfg.max_moves, rng)
+        level = generate(cfg.size, cfg.vehicles, cfg.min_moves, cfg.max_moves, cfg.max_search, rng)
         self._ep = _Episode(level.layout, level.start, level.distance, level.optimal_moves)
         info = {
             "seed": seed,

@@ -4,8 +4,9 @@ A level is drawn as vehicles placed at random around the red car already at the 
 reachable from there (its connected component, at most :data:`MAX_STATES` of them, since moves can be undone)
 gets its distance to the nearest solved position by a breadth-first search from all solved ones. The start
 is a position of that component as far from solved as allowed: ``min_moves`` to ``max_moves`` moves.
-Draws whose component is too big or too shallow are redrawn, up to :data:`ATTEMPTS`; then the deepest
-start found is taken (at least one move from solved).
+Draws whose component is too big or too shallow are redrawn, up to :data:`ATTEMPTS` draws and
+``max_search`` positions searched in all (a bound on the time a reset takes); then the deepest start
+found is taken (at least one move from solved).
 """
 
 from __future__ import annotations
@@ -65,16 +66,16 @@ def _place(n: int, vehicles: int, rng: np.random.Generator) -> tuple[Layout, Pos
     return Layout(n, tuple(cars)), tuple(position)
 
 
-def _distances(layout: Layout, seed: int) -> dict[int, int] | None:
+def _distances(layout: Layout, seed: int, most: int) -> tuple[dict[int, int] | None, int]:
     """Fewest moves to solved from every packed position reachable from ``seed`` (its component), or None
-    past :data:`MAX_STATES` positions."""
+    past ``most`` positions; and the positions searched."""
     links: dict[int, list[int]] = {seed: layout.neighbours(seed)}
     queue = deque([seed])
     while queue:
         for nxt in links[queue.popleft()]:
             if nxt not in links:
-                if len(links) >= MAX_STATES:
-                    return None
+                if len(links) >= most:
+                    return None, len(links)
                 links[nxt] = layout.neighbours(nxt)
                 queue.append(nxt)
     goal = layout.n - layout.vehicles[0].length
@@ -86,16 +87,22 @@ def _distances(layout: Layout, seed: int) -> dict[int, int] | None:
             if nxt not in distance:
                 distance[nxt] = distance[at] + 1
                 queue.append(nxt)
-    return distance
+    return distance, len(links)
 
 
-def generate(n: int, vehicles: int, min_moves: int, max_moves: int, rng: np.random.Generator) -> Level:
-    """A level whose start needs ``min_moves`` to ``max_moves`` moves (fewer only when no draw reaches
-    ``min_moves``; never zero)."""
+def generate(
+    n: int, vehicles: int, min_moves: int, max_moves: int, max_search: int, rng: np.random.Generator
+) -> Level:
+    """A level whose start needs ``min_moves`` to ``max_moves`` moves (fewer only when no draw within
+    ``max_search`` positions searched reaches ``min_moves``; never zero)."""
     best: Level | None = None
+    work = max_search
     for attempt in range(ATTEMPTS):
+        if work <= 0:
+            break
         layout, solved = _place(n, vehicles, rng)
-        distance = _distances(layout, layout.pack(solved))
+        distance, searched = _distances(layout, layout.pack(solved), min(MAX_STATES, work))
+        work -= searched
         if distance is None:
             continue
         depth = max((d for d in distance.values() if d <= max_moves), default=0)
