@@ -222,6 +222,7 @@ def ws_error(message: str, code: str) -> str:
 
 
 def one_line(err: BaseException | str, limit: int = 300) -> str:
-    """An error as one line of at most ``limit`` characters."""
+    """An error as one line of at most ``limit`` characters (pydantic's link to its docs left out)."""
     text = err if isinstance(err, str) else f"{type(err).__name__}: {err}"
-    return " ".join(str(text).split())[:limit]
+    lines = (line for line in str(text).splitlines() if not line.lstrip().startswith("For further info"))
+    return " ".join(" ".join(lines).split())[:limit]
