@@ -202,7 +202,7 @@ def test_a_kill_at_any_moment_leaves_the_old_folder_or_the_new_one(old: tuple[Pa
     after = _digests(out)
     kept = json.loads((out / "manifest.json").read_text())["envs"]["jigsaw"]["kept_seeds"]
     assert after == before or kept == [3, 4], kill
-    # what the kill left beside it is hidden, and the next run replaces the folder as usual
-    assert all(p.name.startswith(".data.") for p in out.parent.iterdir() if p != out)
+    # what the kill left beside it is hidden; the next run deletes it and replaces the folder as usual
+    assert all(p.name.startswith(".data.partial-") for p in out.parent.iterdir() if p != out)
     make_sft(NEW, out, fmt="swift", force=True)
-    assert _complete(out)
+    assert _complete(out) and [p.name for p in out.parent.iterdir()] == ["data"]

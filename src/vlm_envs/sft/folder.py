@@ -5,7 +5,7 @@ place: with no old folder by one rename; over an old one (``--force``) by one at
 (Linux ``renameat2(RENAME_EXCHANGE)``), after which the old data, now at the partial name, is
 deleted. A file system that cannot exchange refuses ``--force`` (two renames would leave a moment
 with no folder at all). So a kill at any moment leaves the old folder or the new one, complete,
-under ``NAME`` (plus, at worst, a hidden sibling to delete), never a mix.
+under ``NAME`` (plus, at worst, a hidden sibling, which the next run deletes), never a mix.
 
 ``--force`` replaces only what make-sft wrote: a folder whose ``manifest.json`` says so and that holds
 nothing but the files it lists; never the working folder or one above it, a mount point, a link or
@@ -88,7 +88,7 @@ class Aside:
         self.path = out.parent / f".{out.name}.partial-{os.getpid()}"
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.rmtree(self.path, ignore_errors=True)
+            self._remove_stale()
             self.path.mkdir()
             probe = self.path / ".probe"
             probe.write_bytes(b"")
@@ -96,6 +96,13 @@ class Aside:
         except OSError as err:
             self.discard()
             raise FolderError(f"cannot write {str(out)!r}: {err.strerror or err}") from None
+
+    def _remove_stale(self) -> None:
+        """Delete the aside folders of ``out`` that killed runs left (their process is gone)."""
+        for sibling in self.out.parent.glob(f".{self.out.name}.partial-*"):
+            pid = sibling.name.rsplit("-", 1)[1]
+            if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+                shutil.rmtree(sibling, ignore_errors=True)
 
     def discard(self) -> None:
         """Delete the aside folder (the run failed or was refused)."""
@@ -124,6 +131,16 @@ class Aside:
         except FolderError:
             self.discard()
             raise
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _exchange(a: Path, b: Path) -> bool:
