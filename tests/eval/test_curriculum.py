@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -31,21 +32,34 @@ def test_a_mix_gives_each_level_its_share_exactly_in_an_order_drawn_from_the_see
         counts = mix.counts(n)
         assert sum(counts.values()) == n
         assert all(abs(counts[level] - share * n) < 1 for level, share in mix.shares)
-    plan = mix.levels(100, seed=0)
+    plan = list(mix.plan(100, seed=0))
     assert [plan.count(level) for level in LEVELS] == [50, 30, 20]
-    assert plan == mix.levels(100, seed=0) and plan != mix.levels(100, seed=1)
+    assert plan == list(mix.plan(100, seed=0)) and plan != list(mix.plan(100, seed=1))
     assert plan != sorted(plan, key=LEVELS.index)  # mixed, not in blocks
+
+
+def test_a_rows_level_comes_from_its_index_alone_so_no_list_of_levels_is_held():
+    mix = parse_curriculum("easy:0.5,medium:0.3,hard:0.2")
+    for n in (1, 2, 3, 17, 64, 257):  # a permutation of the positions: exact counts for every n
+        plan = mix.plan(n, seed=n)
+        assert [list(plan).count(level) for level in LEVELS] == [mix.counts(n)[lv] for lv in LEVELS]
+    huge = mix.plan(10**12, seed=7)  # a typo'd -n costs nothing until rows are built
+    assert len(pickle.dumps(huge)) < 400 and huge[10**12 - 1] in LEVELS
+    shard = [huge[i] for i in range(5000, 5100)]  # a Ray shard computes its own range
+    assert shard == [mix.plan(10**12, seed=7)[i] for i in range(5000, 5100)]
+    with pytest.raises(IndexError):
+        huge[10**12]
 
 
 def test_a_schedule_orders_rows_from_easy_to_hard():
     assert (
-        parse_curriculum("schedule:easy..hard").levels(7, seed=3)
+        list(parse_curriculum("schedule:easy..hard").plan(7, seed=3))
         == ["easy"] * 3 + ["medium"] * 2 + ["hard"] * 2
     )
-    assert parse_curriculum("schedule:medium..hard").levels(4, seed=0) == ["medium"] * 2 + ["hard"] * 2
-    shares = parse_curriculum("schedule:hard:0.25,easy:0.75").levels(4, seed=9)
+    assert list(parse_curriculum("schedule:medium..hard").plan(4, seed=0)) == ["medium"] * 2 + ["hard"] * 2
+    shares = list(parse_curriculum("schedule:hard:0.25,easy:0.75").plan(4, seed=9))
     assert shares == ["easy", "easy", "easy", "hard"]
-    assert parse_curriculum("hard").levels(3, seed=0) == ["hard"] * 3
+    assert list(parse_curriculum("hard").plan(3, seed=0)) == ["hard"] * 3
 
 
 @pytest.mark.parametrize(
@@ -96,7 +110,7 @@ def test_make_dataset_mixes_levels_and_each_row_is_the_episode_of_its_level(trai
     args = ["make-dataset", "sokoban", "-n", str(N), "--seed", str(SEED), "--trainer", trainer]
     assert main([*args, "--out", str(out), "--difficulty", MIX]) == 0, capsys.readouterr().err
     rows = episodes(trainer, out)
-    plan = parse_curriculum(MIX).levels(N, SEED)
+    plan = list(parse_curriculum(MIX).plan(N, SEED))
     assert [(seed, level) for seed, level, _ in rows] == list(zip(range(SEED, SEED + N), plan, strict=True))
     env = {level: build_env("sokoban", difficulty=level) for level in LEVELS}
     for seed, level, images in rows:

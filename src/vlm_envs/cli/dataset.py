@@ -11,6 +11,7 @@ from vlm_envs.cli.common import UsageError, add_env_options, build_env, env_conf
 from vlm_envs.registry import EnvLoadError, UnknownEnvError
 
 if TYPE_CHECKING:
+    from vlm_envs.eval.curriculum import LevelPlan
     from vlm_envs.eval.ray_dataset import RayShards
 
 #: ``--ray`` without an address: Ray's own choice (see ``--ray``'s help).
@@ -70,7 +71,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from err
     config = env_config(args.config)
     levels = _levels(args.difficulty, args.n, args.seed, config)
-    for level in dict.fromkeys(levels or [None]):  # a config (or a level) the env refuses fails here, once
+    named = [level for level, _ in levels.curriculum.shares] if levels is not None else [None]
+    for level in named:  # a config (or a level) the env refuses fails here, once
         leveled = config if level is None else {**config, "difficulty": level}
         build_env(args.env, args.max_turns, leveled).close()
     shards = _ray_shards(args.ray) if args.ray is not None else None
@@ -111,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _levels(spec: str | None, n: int, seed: int, config: dict[str, object]) -> list[str] | None:
+def _levels(spec: str | None, n: int, seed: int, config: dict[str, object]) -> LevelPlan | None:
     """Each row's level for ``--difficulty SPEC`` (:mod:`vlm_envs.eval.curriculum`), None without it."""
     from vlm_envs.eval.curriculum import parse_curriculum
 
@@ -120,7 +122,7 @@ def _levels(spec: str | None, n: int, seed: int, config: dict[str, object]) -> l
     if "difficulty" in config:
         raise UsageError("give the level with --difficulty or with --config difficulty=..., not both")
     try:
-        return parse_curriculum(spec).levels(n, seed) if n > 0 else []
+        return parse_curriculum(spec).plan(max(n, 0), seed)
     except ValueError as err:
         raise UsageError(str(err)) from err
 

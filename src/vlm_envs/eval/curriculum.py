@@ -5,14 +5,17 @@ of the rows at each level, in an order drawn from the dataset's seed), or a sche
 (``schedule:easy..hard``: the levels from the first to the last in equal shares, rows ordered from easy to
 hard, for trainers that read rows in order; ``schedule:easy:0.6,hard:0.4`` orders a mix by share the same
 way). Counts are exact: each level gets its share of ``n`` rounded by largest remainder, so the rows of
-a level never differ from ``share * n`` by a whole row.
+a level never differ from ``share * n`` by a whole row. A row's level is computed from its index alone
+(:class:`LevelPlan`): a mix places the rows by a keyed permutation of the indices, so no list of ``n``
+levels is ever held and any seed range of a dataset can be built anywhere.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
-import random
+from collections.abc import Iterator, Sequence
 
 from vlm_envs.envs.config import LEVELS
 
@@ -37,13 +40,63 @@ class Curriculum:
             counts[level] += 1
         return counts
 
-    def levels(self, n: int, seed: int) -> list[str]:
-        """The level of each of ``n`` rows: in level order for a schedule, else shuffled by ``seed``."""
-        counts = self.counts(n)
-        plan = [level for level in LEVELS if level in counts for _ in range(counts[level])]
-        if not self.ordered:
-            random.Random(f"vlm-envs curriculum {seed}").shuffle(plan)
-        return plan
+    def plan(self, n: int, seed: int) -> LevelPlan:
+        """The levels of ``n`` rows: in level order for a schedule, else placed by ``seed``."""
+        return LevelPlan(self, n, seed)
+
+
+@dataclasses.dataclass(frozen=True)
+class LevelPlan(Sequence[str]):
+    """Row ``i``'s level (``plan[i]``) for ``n`` rows, computed on demand; picklable and small."""
+
+    curriculum: Curriculum
+    n: int
+    seed: int
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> str:  # type: ignore[override]
+        """Row ``index``'s level (one row: a plan is not sliced)."""
+        if not 0 <= index < self.n:
+            raise IndexError(f"row {index} of {self.n}")
+        position = index if self.curriculum.ordered else _permuted(index, self.n, self.seed)
+        for level, count in self._bounds():
+            if position < count:
+                return level
+        raise AssertionError("the counts sum to n")  # unreachable: Curriculum.counts sums to n
+
+    def __iter__(self) -> Iterator[str]:
+        return (self[i] for i in range(self.n))
+
+    def _bounds(self) -> list[tuple[str, int]]:
+        """Each level with the end of its block of positions, easiest first."""
+        counts, end, bounds = self.curriculum.counts(self.n), 0, []
+        for level in LEVELS:
+            end += counts.get(level, 0)
+            bounds.append((level, end))
+        return bounds
+
+
+#: Feistel rounds of the row permutation (Luby-Rackoff: four rounds of a keyed hash give a pseudorandom one).
+_ROUNDS = 4
+
+
+def _permuted(index: int, n: int, seed: int) -> int:
+    """``index``'s place in a permutation of ``range(n)`` keyed by ``seed``: a balanced Feistel network on
+    the smallest even bit width that holds ``n``, walked until it lands below ``n`` (a bijection there)."""
+    half = max(1, ((n - 1).bit_length() + 1) // 2)
+    mask = (1 << half) - 1
+    key = f"vlm-envs curriculum {seed}".encode()[:64]
+    value = index
+    while True:
+        left, right = value >> half, value & mask
+        for round_ in range(_ROUNDS):
+            digest = hashlib.blake2b(f"{round_}:{right}".encode(), key=key, digest_size=8).digest()
+            left, right = right, left ^ (int.from_bytes(digest, "big") & mask)
+        value = (left << half) | right
+        if value < n:
+            return value
 
 
 def parse_curriculum(spec: str) -> Curriculum:

@@ -107,8 +107,9 @@ class RowSpec:
     env_config: dict[str, Any]
     trainer: str
     geo3k: bool  # generated geo3k problems (:mod:`vlm_envs.data.geo3k`) rather than env rows
-    #: Each row's ``difficulty`` (row ``i`` is seed ``seed + i``), or None: the env config alone.
-    levels: tuple[str, ...] | None = None
+    #: Each row's ``difficulty`` (row ``i`` is seed ``seed + i``; a curriculum's
+    #: :class:`~vlm_envs.eval.curriculum.LevelPlan` computes them on demand), or None: the config alone.
+    levels: Sequence[str] | None = None
 
     def rows(self, first: int, count: int) -> list[Row]:
         """The rows of seeds ``first .. first + count - 1``, each run of one level built with that level."""
@@ -268,7 +269,7 @@ def make_dataset(
     (here by default; :class:`vlm_envs.eval.ray_dataset.RayShards` for a Ray cluster). Files that
     exist are replaced only with ``force`` (:class:`OutputExistsError`); each file is replaced whole
     or not at all, and one that cannot be written raises :class:`~vlm_envs.files.OutputError`.
-    ``levels`` gives row ``i`` the ``difficulty`` ``levels[i]`` (a curriculum: ``Curriculum.levels``).
+    ``levels`` gives row ``i`` the ``difficulty`` ``levels[i]`` (a curriculum: ``Curriculum.plan``).
     """
     if n < 1:
         raise ValueError(f"-n must be at least 1, got {n}")
@@ -293,9 +294,8 @@ def make_dataset(
         check_backend(backend)
     if levels is not None and len(levels) != n:
         raise ValueError(f"levels names {len(levels)} rows' difficulty, not -n {n}")
-    plan = tuple(levels) if levels is not None else None
-    geo3k = trainer == "slime" and spec.name == "geo3k" and not env_config and plan is None
-    batches = runner(RowSpec(env_name, seed, max_turns, env_config, trainer, geo3k, plan).rows, seed, n)
+    geo3k = trainer == "slime" and spec.name == "geo3k" and not env_config and levels is None
+    batches = runner(RowSpec(env_name, seed, max_turns, env_config, trainer, geo3k, levels).rows, seed, n)
     write_rows(batches, path, n)
     if trainer == "verl":
         return write_verl_yaml(path, n, env_name, max_turns, backend)  # type: ignore[arg-type]
