@@ -166,6 +166,7 @@ def test_eval_takes_a_level_as_config_and_its_summary_reports_success_per_level(
     out = tmp_path / "run"
     args = ["eval", "sokoban", "--policy", "oracle", "-n", "3", "--config", "difficulty=hard", "--quiet"]
     assert main([*args, "--out", str(out)]) == 0, capsys.readouterr().err
+    assert "success by difficulty: hard 100.0% of 3\n" in capsys.readouterr().out
     summary = json.loads((out / "summary.json").read_text())
     assert summary["by_difficulty"] == {
         "hard": {"episodes": 3, "successes": 3, "success_rate": 1.0, "success_ci95": summary["success_ci95"]}

@@ -191,6 +191,10 @@ def run(args: argparse.Namespace) -> int:
         f"(95% CI {low:.1%}-{high:.1%}), mean reward {summary['mean_reward']:.3f}, "
         f"mean turns {summary['mean_turns']:.2f}"
     )
+    levels = summary.get("by_difficulty") or {}
+    if levels:
+        shown = (f"{level} {v['success_rate']:.1%} of {v['episodes']}" for level, v in levels.items())
+        print("success by difficulty: " + ", ".join(shown))
     if summary["failed"]:
         first_error = " ".join(str(summary["first_error"]).split())[:300]
         print(f"FAILED: {summary['failed']} of {summary['episodes']} episodes (first error: {first_error})")
