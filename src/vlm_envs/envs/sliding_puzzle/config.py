@@ -15,7 +15,7 @@ class SlidingPuzzleConfig(EnvConfig):
     """Everything that defines a SlidingPuzzle episode besides the seed."""
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
-        "easy": {"n": 3, "scramble_moves": 8},
+        "easy": {"n": 3, "scramble_moves": 6},
         "medium": {"n": 3, "scramble_moves": 16},
         "hard": {"n": 4, "scramble_moves": 24, "max_turns": 16},
     }
