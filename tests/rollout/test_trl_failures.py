@@ -101,10 +101,10 @@ def test_a_round_with_any_episode_that_played_resets_the_count(tmp_path: Path) -
     def row(status: str) -> EpisodeRow:
         return EpisodeRow([1], [1], [0.0], [0], {"status": status, "error": "env: boom"}, {}, "")
 
-    trainer.take_episode_images([row("failed"), row("failed")])
-    trainer.take_episode_images([row("failed"), row("completed")])
-    trainer.take_episode_images([row("failed"), row("failed")])
+    trainer.count_failures([row("failed"), row("failed")])
+    trainer.count_failures([row("failed"), row("completed")])
+    trainer.count_failures([row("failed"), row("failed")])
     with pytest.raises(EpisodesFailedError, match=r"2x env: boom"):
-        trainer.take_episode_images([row("failed"), row("failed")])
+        trainer.count_failures([row("failed"), row("failed")])
     with pytest.raises(ValueError, match="max_failed_steps"):
         build(tmp_path, rows, max_failed_steps=0)

@@ -210,9 +210,12 @@ class VlmEnvsGRPOTrainer(GRPOTrainer):
         self._image_token_id = rollout_func.codec(self.processing_class).image_token_id
 
     def take_episode_images(self, rows: Sequence[EpisodeRow]) -> None:
-        """Called by the rollout with each entry's episode, in the order of TRL's batch; stops
-        training once every episode failed in ``max_failed_steps`` rounds in a row."""
+        """Called by the rollout with each entry's episode, in the order of TRL's batch."""
         self._vlm_envs_rows = list(rows)
+
+    def count_failures(self, rows: Sequence[EpisodeRow]) -> None:
+        """Count a generation round whose every episode FAILED; raise :class:`EpisodesFailedError`
+        at ``max_failed_steps`` such rounds in a row."""
         errors = [row.record.get("error") for row in rows if row.record.get("status") == Status.FAILED.value]
         self._failed_steps = self._failed_steps + 1 if rows and len(errors) == len(rows) else 0
         if self._failed_steps >= self.max_failed_steps:
@@ -235,6 +238,7 @@ class VlmEnvsGRPOTrainer(GRPOTrainer):
             logging.getLogger(TRL_LOGGER).removeFilter(quiet)
         if rows is None:  # a rollout function of the user's own: TRL's behaviour, untouched
             return output
+        self.count_failures(rows)
         for key in TRL_VISION_KEYS:
             output.pop(key, None)
         output[ROWS_KEY] = rows
