@@ -57,3 +57,5 @@ def test_openenv_client_reads_schema_and_health(every_env_server):
     assert {"text", "images", "image_slots", "role"} <= set(schema["observation"]["properties"])
     health = requests.get(every_env_server.url + "/health", timeout=10).json()
     assert health["status"] == "healthy" and "sokoban" in health["envs"]
+    metadata = requests.get(every_env_server.url + "/metadata", timeout=10).json()
+    assert metadata["protocol"] == "openenv 0.10.0" and metadata["envs"]["sokoban"] == "vlm_envs.envs.sokoban"
