@@ -27,6 +27,9 @@ FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | N
     "lights_out.png": ("lights_out", {}, 1, None),
     "tower_of_hanoi.png": ("tower_of_hanoi", {"difficulty": "hard"}, 2, None),
     "clock.png": ("clock", {"difficulty": "medium"}, 12, None),
+    "sliding_puzzle.png": ("sliding_puzzle", {}, 1, None),
+    "minesweeper.png": ("minesweeper", {}, 1, None),
+    "rush_hour.png": ("rush_hour", {}, 1, None),
 }
 
 
