@@ -21,6 +21,7 @@ from vlm_envs.episode_carrier import EpisodeSpec, attach
 from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer
 from vlm_envs.rollout.trl.rollout import EpisodeRow
 from vlm_envs.rollout.trl.trainer import TRL_LOGGER, DatasetError, EpisodesFailedError
+from vlm_envs.testing.env_faults import reward_faults
 
 
 @pytest.fixture(autouse=True)
@@ -108,3 +109,17 @@ def test_a_round_with_any_episode_that_played_resets_the_count(tmp_path: Path) -
         trainer.count_failures([row("failed"), row("failed")])
     with pytest.raises(ValueError, match="max_failed_steps"):
         build(tmp_path, rows, max_failed_steps=0)
+
+
+def test_a_nan_reward_stops_training_naming_the_reward(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The episode core fails an episode whose reward is NaN (vlm_envs.rewards.check_reward); the
+    trainer names that, where TRL alone said "All reward functions returned None"."""
+    with reward_faults(["sokoban"], ["nan"]) as (name,):
+        rows = trl_helpers.dataset(name, 2, max_turns=1)
+        trainer = build(tmp_path, rows, max_failed_steps=1, config={"max_steps": 3})
+        with caplog.at_level(logging.WARNING), pytest.raises(EpisodesFailedError, match=r"4x reward: .*nan"):
+            trainer.train()
+    assert trainer.state.global_step == 0
+    assert not [r for r in caplog.records if "returned None" in r.getMessage()]
