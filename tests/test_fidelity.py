@@ -1,6 +1,6 @@
 """ImageFidelityCheck: passes where every turn's image reaches the forward (the episode core that the
-slime and verl hooks wrap, and VlmEnvsGRPOTrainer's training forwards), and fails naming the turn on
-a pipeline that drops later images (TRL's stock rollout_func route)."""
+slime and verl hooks wrap, a Sample of our slime hook, VlmEnvsGRPOTrainer's training forwards), and
+fails naming the turn on a pipeline that drops later images (TRL's stock rollout_func route)."""
 
 from __future__ import annotations
 
@@ -74,6 +74,40 @@ def test_every_turns_image_passes_and_a_dropped_one_is_named(family: str) -> Non
     check.remove()
     with torch.no_grad(), pytest.raises(ValueError):  # the model's own error, once the hook is gone
         model(input_ids=ids, **dropped)
+
+
+def test_slimes_hook_samples_pass(sglang_server: Any, tiny_engine: Any) -> None:
+    """A Sample our slime hook hands slime's trainer, fed to the model as the trainer does."""
+    from rollout_helpers import script, slime_args
+    from row_helpers import oracle_replies
+    from slime.utils.types import Sample
+
+    from vlm_envs.rollout import slime as hook
+
+    codec = ChatCodec(tiny_engine.processor)
+    sample = Sample(index=0, metadata={"env": "image_probe", "seed": 1, "env_config": {"questions": TURNS}})
+    script(sglang_server, codec, *oracle_replies("image_probe", 1, questions=TURNS))
+
+    async def one() -> Any:
+        try:
+            return await hook.generate(
+                slime_args(sglang_server, max_turns=TURNS), sample, {"max_new_tokens": 1024}
+            )
+        finally:
+            await hook.close()
+
+    out = asyncio.run(one())
+    assert out.status is Sample.Status.COMPLETED and out.reward == 1.0, out.metadata["vlm_envs"]["error"]
+    model = tiny_engine.model
+    ids = torch.tensor([out.tokens])
+    mm = {**out.multimodal_train_inputs, "mm_token_type_ids": (ids == model.config.image_token_id).long()}
+    check = ImageFidelityCheck(model, tiny_engine.processor, raise_on_error=True, expect_image_each_turn=True)
+    try:
+        with torch.no_grad():
+            model(input_ids=ids, **mm)
+    finally:
+        check.remove()
+    assert [(r.images, r.problems) for r in check.reports] == [(TURNS, [])]
 
 
 def test_vlm_envs_grpo_trainer_passes(tmp_path: Path) -> None:
