@@ -59,7 +59,9 @@ class PolicyEngine:
     for the model (or the first waiting turn has waited :attr:`max_wait_s`, so one slow env step
     does not hold the others), their turns go to one ``generate`` per set of stop ids, on
     ``executor`` (a single thread). A turn asked while a batch runs joins the next one.
-    :attr:`batches` records each call's size.
+    :attr:`batches` records each call's size. Log probs come from the raw step logits
+    (``generate(output_logits=True)``), which the call holds until it ends: batch x new tokens x
+    vocabulary floats.
     """
 
     name = "trainer model"
