@@ -1,5 +1,6 @@
 """ImageFidelityCheck: passes where every turn's image reaches the forward (the episode core that the
-slime and verl hooks wrap, a Sample of our slime hook, VlmEnvsGRPOTrainer's training forwards), and
+slime and verl hooks wrap, a Sample of our slime hook, verl's worker output of our agent loop,
+VlmEnvsGRPOTrainer's training forwards), and
 fails naming the turn on a pipeline that drops later images (TRL's stock rollout_func route)."""
 
 from __future__ import annotations
@@ -107,6 +108,50 @@ def test_slimes_hook_samples_pass(sglang_server: Any, tiny_engine: Any) -> None:
             model(input_ids=ids, **mm)
     finally:
         check.remove()
+    assert [(r.images, r.problems) for r in check.reports] == [(TURNS, [])]
+
+
+def test_verls_worker_output_passes(tmp_path: Path, monkeypatch: Any) -> None:
+    """What verl's AgentLoopWorker made of our agent loop's episode (its ids, its processor's image
+    tensors), fed to the model as verl's actor does, padding taken off."""
+    pytest.importorskip("verl")
+    from omegaconf import OmegaConf
+    from row_helpers import oracle_replies
+    from sft_helpers import ReplyEngine
+    from verl.experimental.agent_loop import agent_loop
+    from verl.utils.dataset.rl_dataset import RLHFDataset
+    from verl_support import (
+        SAMPLING,
+        TRAJECTORY,
+        ScriptedServerManager,
+        agent_loop_worker,
+        no_rollout_trace,
+        verl_config,
+    )
+
+    from vlm_envs.cli import main
+
+    monkeypatch.setattr(agent_loop, "rollout_trace_attr", no_rollout_trace)
+    config = verl_config(["data.max_prompt_length=2048", "data.max_response_length=2048"])
+    processor = build_tiny_processor("qwen2_vl")
+    rows = tmp_path / "probe.parquet"
+    options = ["--config", f"questions={TURNS}", "--max-turns", str(TURNS), "--trainer", "verl"]
+    assert main(["make-dataset", "image_probe", "-n", "1", "--seed", "1", "--out", str(rows), *options]) == 0
+    for entry in OmegaConf.load(rows.with_suffix(".agent_loop.yaml")):
+        monkeypatch.setitem(agent_loop._agent_loop_registry, entry.name, entry)
+    row = RLHFDataset(str(rows), processor.tokenizer, config.data, processor)[0]
+    engine = ReplyEngine(ChatCodec(processor), oracle_replies("image_probe", 1, questions=TURNS))
+    worker = agent_loop_worker(config, ScriptedServerManager(engine), processor)
+    out = asyncio.run(worker._run_agent_loop(dict(SAMPLING), TRAJECTORY, trace=False, **row))
+    assert out.extra_fields["vlm_envs"]["reward"] == 1.0
+    prompt = out.prompt_ids[0][out.attention_mask[0, :2048].bool()]
+    response = out.response_ids[0, : int(out.attention_mask[0, 2048:].sum())]
+    ids = torch.cat([prompt, response]).unsqueeze(0)
+    model = trl_helpers.MODELS["qwen2_vl"](processor).eval()
+    inputs = {k: out.multi_modal_inputs[k] for k in ("pixel_values", "image_grid_thw")}
+    check = ImageFidelityCheck(model, processor, raise_on_error=True, expect_image_each_turn=True)
+    with torch.no_grad():
+        model(input_ids=ids, mm_token_type_ids=(ids == model.config.image_token_id).long(), **inputs)
     assert [(r.images, r.problems) for r in check.reports] == [(TURNS, [])]
 
 
