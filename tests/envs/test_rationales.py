@@ -51,6 +51,10 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({"difficulty": "hard"}, range(20)),
         ({"question": "any", "numerals": "any"}, range(20)),
     ],
+    "sliding_puzzle": [({}, SEEDS), ({"difficulty": "hard"}, SEEDS)],
+    "minesweeper": [({}, SEEDS), ({"difficulty": "hard", "max_actions_per_turn": 2}, SEEDS)],
+    "rush_hour": [({}, SEEDS), ({"max_actions_per_turn": 1}, SEEDS)],
+    "matchstick": [({}, range(20)), ({"difficulty": "hard"}, range(20))],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)
 _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)

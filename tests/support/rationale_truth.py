@@ -14,6 +14,7 @@ from vlm_envs.envs.fog_maze.maze import can_move
 from vlm_envs.envs.fog_maze.oracle import shortest_actions
 from vlm_envs.envs.image_probe import COLORS
 from vlm_envs.envs.jigsaw.board import swap
+from vlm_envs.envs.matchstick.equation import SEGMENTS
 from vlm_envs.envs.mental_rotation.shapes import ROTATIONS, TURNS, key, mirrored, oriented, turn
 from vlm_envs.envs.rush_hour.board import grid
 
@@ -468,6 +469,36 @@ def rush_hour(env: Any, reason: str, reply: str) -> None:
     assert _moves_to_exit(board, n) == int(total.group(1)) - len(total.group(2).split(", ")), reason
 
 
+def matchstick(env: Any, reason: str, reply: str) -> None:
+    shown = env.shown
+    said = re.fullmatch(
+        r"The sticks read (.+?), which is false: (\d+) ([+-]) (\d+) makes (-?\d+)\. Moving one stick turns "
+        r"(.+), giving (.+?), which is true\.",
+        reason,
+    )
+    assert said and said.group(1) == str(shown), reason
+    a, op, b, value = int(said.group(2)), said.group(3), int(said.group(4)), int(said.group(5))
+    assert (str(a), op, str(b)) == (shown.left, shown.op, shown.right), reason
+    assert value == (a + b if op == "+" else a - b) != int(shown.result), reason
+    answer = said.group(7)
+    assert answer == _answer(reply), reason
+    left, sign, right, _, result = answer.split()
+    assert (int(left) + int(right) if sign == "+" else int(left) - int(right)) == int(result), reason
+    before, after = shown.symbols, left + sign + right + result
+    assert len(before) == len(after), reason
+    moved = sum(len(SEGMENTS[x] - SEGMENTS[y]) for x, y in zip(before, after, strict=True))
+    added = sum(len(SEGMENTS[y] - SEGMENTS[x]) for x, y in zip(before, after, strict=True))
+    assert moved == added == 1, reason
+    named = re.findall(
+        r"the (\d|plus sign|minus sign) (?:in the [a-z ]+ )?into a (\d|plus sign|minus sign)", reason
+    )
+    sign_name = {"+": "plus sign", "-": "minus sign"}
+    changed = [
+        (sign_name.get(x, x), sign_name.get(y, y)) for x, y in zip(before, after, strict=True) if x != y
+    ]
+    assert named == changed, reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -483,5 +514,6 @@ TRUTH: dict[str, Check] = {
     "sliding_puzzle": sliding_puzzle,
     "minesweeper": minesweeper,
     "rush_hour": rush_hour,
+    "matchstick": matchstick,
     "image_probe": image_probe,
 }
