@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from PIL import Image
-from requests.adapters import BaseAdapter
 
 from vlm_envs.rollout.engines import (
     DEFAULT_READ_TIMEOUT_S,
@@ -33,12 +32,12 @@ from vlm_envs.rollout.engines import (
 _thread_deadline = threading.local()
 
 
-class ReadDeadline(BaseAdapter):
-    """Wraps a ``requests`` adapter: a request sent with no timeout from a thread that set
-    ``_thread_deadline.read_timeout`` gets that timeout (connect and each read); others pass as sent."""
+class ReadDeadline:
+    """Wraps a ``requests`` adapter (``send`` and ``close``, all a session calls): a request sent
+    with no timeout from a thread that set ``_thread_deadline.read_timeout`` gets that timeout
+    (connect and each read); others pass as sent."""
 
-    def __init__(self, inner: BaseAdapter) -> None:
-        super().__init__()
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
 
     def send(self, request: Any, timeout: Any = None, **kwargs: Any) -> Any:
