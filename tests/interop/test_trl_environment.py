@@ -143,3 +143,19 @@ def test_every_env_plays_its_oracle_through_the_tools(name: str) -> None:
             env.reply(answer)
     assert env.get_reward() == reference.episode_reward() and env.last_info["done"]
     assert env.reply("anything") == "The episode is over: do not call any more tools."
+
+
+def test_hostile_rows_and_calls() -> None:
+    """A bad seed column is one clear error; a tool call with unknown or missing arguments raises
+    inside the call, which TRL records as a tool failure; hostile reply text is the env's to judge."""
+    env = environment_factory("geo3k")()
+    for seed in ("3", 2.5, -1, True):
+        with pytest.raises((TypeError, ValueError), match="seed must be"):
+            env.reset(seed=seed)
+    env.reset(seed=0)
+    with pytest.raises(TypeError):
+        env.calc_score(answer="1", extra=2)
+    with pytest.raises(TypeError):
+        env.calc_score()
+    parts = env.reply("<tool_call>{" * 10_000 + "\x00<|image_pad|>")
+    assert (parts and not env.last_info["done"]) or env.last_info["metrics"]

@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 import trl
 from trl.chat_template_utils import add_response_schema
 
-from vlm_envs.protocol import Env, Observation
+from vlm_envs.protocol import Env, Observation, check_seed
 from vlm_envs.registry import build_env
 
 #: The tool every env gets: the model's reply, as the env's text protocol reads it.
@@ -90,8 +90,7 @@ class TrlEnvironment:
 
     def reset(self, **row: Any) -> list[dict[str, Any]]:
         """Start an episode (the row's ``seed`` picks it) and return its first observation's parts."""
-        seed = row.get("seed")
-        obs, _ = self._env.reset(seed=int(seed) if seed is not None else None)
+        obs, _ = self._env.reset(seed=check_seed(row.get("seed")))  # a bad seed column: one clear error
         self._done = False
         self.last_info = {}
         return _parts(obs)
@@ -162,6 +161,7 @@ def env_tool(schema: Mapping[str, Any]) -> Callable[..., Any]:
         raise ValueError(f"env tool {name!r} has an argument that is not an identifier")
 
     def call(self: TrlEnvironment, **arguments: Any) -> list[dict[str, Any]] | str:
+        call.__signature__.bind(self, **arguments)  # unknown or missing arguments: TypeError, as TRL expects
         given = {k: v for k, v in arguments.items() if v is not None}
         return self._step(f"<tool_call>\n{json.dumps({'name': name, 'arguments': given})}\n</tool_call>")
 
