@@ -13,9 +13,9 @@ class MatchstickConfig(EnvConfig):
     """Everything that defines a Matchstick episode besides the seed."""
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
-        "easy": {"digits": 1, "operators": "+"},
-        "medium": {"digits": 1, "operators": "+-"},
-        "hard": {"digits": 2, "operators": "+-"},
+        "easy": {"digits": 1, "operators": "+", "max_turns": 3},
+        "medium": {"digits": 1, "operators": "+-", "max_turns": 2},
+        "hard": {"digits": 2, "operators": "+-", "max_turns": 1},
     }
 
     #: Each number left of ``=`` has 1 to this many digits.
@@ -23,6 +23,6 @@ class MatchstickConfig(EnvConfig):
     #: The operators the true equation may use: ``+`` only, or ``+`` and ``-``.
     operators: Literal["+", "+-"] = "+-"
     #: Answers the model may give.
-    max_turns: TurnCap = 3
+    max_turns: TurnCap = 2
     #: Length of a matchstick in pixels.
     stick_px: int = Field(32, ge=12, le=128)
