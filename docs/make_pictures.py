@@ -30,6 +30,7 @@ FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | N
     "sliding_puzzle.png": ("sliding_puzzle", {}, 1, None),
     "minesweeper.png": ("minesweeper", {}, 1, None),
     "rush_hour.png": ("rush_hour", {}, 1, None),
+    "matchstick.png": ("matchstick", {"difficulty": "hard"}, 3, None),
 }
 
 
