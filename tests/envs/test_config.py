@@ -16,7 +16,11 @@ from vlm_envs.envs.fog_maze import FogMazeConfig
 from vlm_envs.envs.frozen_lake import FrozenLakeConfig
 from vlm_envs.envs.jigsaw import JigsawConfig
 from vlm_envs.envs.lights_out import LightsOutConfig
+from vlm_envs.envs.matchstick import MatchstickConfig
 from vlm_envs.envs.mental_rotation import MentalRotationConfig
+from vlm_envs.envs.minesweeper import MinesweeperConfig
+from vlm_envs.envs.rush_hour import RushHourConfig
+from vlm_envs.envs.sliding_puzzle import SlidingPuzzleConfig
 from vlm_envs.envs.sokoban import SokobanConfig
 from vlm_envs.envs.tower_of_hanoi import TowerOfHanoiConfig
 from vlm_envs.envs.zoom_search import ZoomSearchConfig
@@ -28,7 +32,11 @@ CONFIGS = [
     FrozenLakeConfig,
     JigsawConfig,
     LightsOutConfig,
+    MatchstickConfig,
     MentalRotationConfig,
+    MinesweeperConfig,
+    RushHourConfig,
+    SlidingPuzzleConfig,
     SokobanConfig,
     TowerOfHanoiConfig,
     ZoomSearchConfig,
