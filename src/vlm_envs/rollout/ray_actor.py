@@ -2,9 +2,10 @@
 
 An :class:`EpisodeActor` holds a codec and an engine client and plays whole episodes on its event
 loop, training tensors included. Jobs come in batches (``submit``); finished episodes go back in
-batches too: ``collect`` returns every episode finished by then, lingering :data:`LINGER_S` for more
-once one is ready (up to :data:`BATCH_BYTES`), each as its pickle with its large buffers out of band,
-which Ray puts in the object store. Importing this module imports ray.
+batches too: ``collect`` returns the episodes finished by then, lingering :data:`LINGER_S` for more
+once one is ready, cut at :data:`BATCH_BYTES` of large buffers (the rest wait for the next call: a
+caller slow to call again never gets one huge reply), each as its pickle with its large buffers out of
+band, which Ray puts in the object store. Importing this module imports ray.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec, play_job, se
 
 #: Once an episode is ready, how long ``collect`` waits for more to come back with it (seconds).
 LINGER_S = 0.02
-#: ``collect`` returns once its episodes' large buffers reach this many bytes.
+#: ``collect`` returns once its episodes' large buffers reach this many bytes, and never returns more
+#: (but always one episode, however large).
 BATCH_BYTES = 32 << 20
 
 #: A finished episode on its way back: job id, pickle, out-of-band buffers.
@@ -81,8 +83,10 @@ class EpisodeActor:
         await wake.wait()
         with contextlib.suppress(asyncio.TimeoutError):  # TimeoutError's alias from 3.11
             await asyncio.wait_for(self._full(), LINGER_S)
-        batch, self.finished, self.finished_bytes = self.finished, [], 0
-        wake.clear()
+        batch, self.finished = cut_batch(self.finished, BATCH_BYTES)
+        self.finished_bytes = sum(_size(f) for f in self.finished)
+        if not self.finished:
+            wake.clear()
         return batch
 
     async def abort(self, job_id: int) -> None:
@@ -121,3 +125,18 @@ class EpisodeActor:
         if self.wake is None:  # made on the actor's loop, on first use
             self.wake = asyncio.Event()
         return self.wake
+
+
+def cut_batch(finished: list[Finished], limit: int) -> tuple[list[Finished], list[Finished]]:
+    """``(reply, rest)``: the first episodes of ``finished`` whose large buffers stay within ``limit``
+    bytes (at least one), and the ones left for the next reply."""
+    total = 0
+    for i, episode in enumerate(finished):
+        total += _size(episode)
+        if total > limit and i > 0:
+            return finished[:i], finished[i:]
+    return finished, []
+
+
+def _size(episode: Finished) -> int:
+    return sum(buffer.nbytes for buffer in episode[2])

@@ -32,6 +32,9 @@ __all__ = ["ClusterError", "Placements", "join", "unmet"]
 CONNECT_TIMEOUT_S = 5.0
 #: Seconds ``ray.init`` may take (joining a cluster takes a second or two; starting a local one, ten).
 JOIN_TIMEOUT_S = 60.0
+#: The least CPU one actor counts for when the cluster's room is reckoned (an actor is a process: at
+#: most 8 per CPU, however little it asks).
+MIN_ACTOR_CPUS = 0.125
 #: Address forms that name no endpoint to check (Ray resolves them itself).
 _NAMED = ("auto", "local")
 
@@ -81,19 +84,24 @@ def join(address: str | None = None, timeout: float = JOIN_TIMEOUT_S, **init_kwa
 def unmet(actors: int, request: Mapping[str, float]) -> str | None:
     """Why ``actors`` actors that each take ``request`` (Ray resource name to amount) cannot all
     be placed on the cluster's alive nodes, counting their whole resources; ``None`` if they can.
+    Each actor is a process of its own: it counts for at least :data:`MIN_ACTOR_CPUS` CPU, whatever
+    it asks (so 10,000,000 actors of 0 CPU are refused too, not started).
 
     Only what can never fit is caught here: resources other work holds now are not counted.
     """
     asked = {name: float(amount) for name, amount in request.items() if amount > 0}
+    counted = {**asked, "CPU": max(asked.get("CPU", 0.0), MIN_ACTOR_CPUS)}
     nodes = [node.get("Resources", {}) for node in ray.nodes() if node.get("Alive")]
-    room = sum(_room(node, asked) for node in nodes)
+    room = sum(_room(node, counted) for node in nodes)
     if room >= actors:
         return None
-    total = {name: sum(node.get(name, 0.0) for node in nodes) for name in asked}
-    most = {name: max((node.get(name, 0.0) for node in nodes), default=0.0) for name in asked}
+    total = {name: sum(node.get(name, 0.0) for node in nodes) for name in counted}
+    most = {name: max((node.get(name, 0.0) for node in nodes), default=0.0) for name in counted}
+    floor = f" (each counts as at least CPU={MIN_ACTOR_CPUS:g}: a process)" if counted != asked else ""
     return (
-        f"Ray actors asking {_amounts(asked)} each: {actors} wanted, the cluster has room for {room} "
-        f"(its {len(nodes)} alive node(s) have {_amounts(total)} in all, at most {_amounts(most)} on one)"
+        f"Ray actors asking {_amounts(asked)} each{floor}: {actors} wanted, the cluster has room for "
+        f"{room} (its {len(nodes)} alive node(s) have {_amounts(total)} in all, at most {_amounts(most)} "
+        "on one)"
     )
 
 

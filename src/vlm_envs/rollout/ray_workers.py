@@ -7,17 +7,17 @@ plays whole episodes with the env steps inline on its own event loop, training t
 Episodes go to the least loaded actor, at most ``max_in_flight`` per actor; callers beyond that
 wait for a free slot.
 
-A Ray call costs the caller's process about 0.3 ms of CPU, and one whose reply is in the object
-store about 1 ms (measured here): per episode, that would be more than the caller's whole share of
-the work. So calls carry batches. A dispatcher thread sends every job queued meanwhile to an actor
-in one ``submit`` call, and each actor (:class:`~vlm_envs.rollout.ray_actor.EpisodeActor`) has one
-``collect`` call outstanding that returns the episodes finished by then, read by a collector
-thread. A job travels as a pickle of its own (:meth:`EpisodeJob.portable`: a trainer's sample as a
-plain snapshot), which the actor reads apart: one it cannot read (a class whose module the actor's
-node lacks) fails alone, saying what to install. A trajectory travels as its pickle with its large
-buffers (training tensors, images) out of band, which the caller reads from the object store
-without a copy. An actor that dies fails its in-flight episodes with Ray's ``ActorDiedError``
-(FAILED, the cause in the error) and is replaced; so does one not placed within ``place_timeout_s``.
+A Ray call costs the caller about 0.3 ms of CPU, 1 ms with its reply in the object store: more than
+its whole share of an episode. So calls carry batches: a dispatcher thread sends the jobs queued
+meanwhile to an actor in one ``submit`` call, and each actor
+(:class:`~vlm_envs.rollout.ray_actor.EpisodeActor`) has one ``collect`` call outstanding, read by a
+collector thread, that returns the episodes finished by then (at most 32 MB of tensors). A job
+travels as a pickle of its own (:meth:`EpisodeJob.portable`), which the actor reads apart: one it
+cannot read (its module missing on the node) fails alone, saying what to install. A trajectory
+travels as its pickle with its large buffers out of band, read from the object store without a copy;
+when the store is too small for the episodes in flight, a warning says the size it needs
+(:mod:`~vlm_envs.rollout.ray_store`). An actor that dies fails its in-flight episodes with Ray's
+``ActorDiedError`` and is replaced; so does one not placed within ``place_timeout_s``.
 
 The pool joins its cluster off the caller's event loop, in bounded time
 (:func:`~vlm_envs.rollout.ray_cluster.join`), and checks that the cluster can hold its actors at
@@ -51,6 +51,7 @@ from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.handoff import Waiter
 from vlm_envs.rollout.ray_actor import EpisodeActor
 from vlm_envs.rollout.ray_cluster import JOIN_TIMEOUT_S, ClusterError, Placements, join, one_line, unmet
+from vlm_envs.rollout.ray_store import StoreWatch
 from vlm_envs.rollout.slots import Slots
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec
@@ -141,17 +142,21 @@ class RayEpisodeWorkers:
             max_concurrency=max_in_flight + SPARE_CALLS,
             runtime_env={"env_vars": env_vars} if env_vars else None,
         )
-        self._actors: list[Any] = [None] * actors
-        self._pending: list[dict[int, Waiter]] = [{} for _ in range(actors)]
+        # per-actor state is made once the cluster is known to hold ``actors`` (see _join): a number
+        # no cluster places is refused before anything is allocated for it
+        self._size = actors
+        self._actors: list[Any] = []
+        self._pending: list[dict[int, Waiter]] = []
         self._lock = threading.Lock()
-        self._slots = Slots(actors, max_in_flight)
+        self._slots: Slots | None = None
+        self._store, self._running = StoreWatch(), 0  # the object store against the episodes in flight
         self._ids = itertools.count()
         self._threads: _Threads | None = None
         self._aborts = AbortWatch(lambda actor, job_id: actor.abort.remote(job_id))
 
     @property
     def actors(self) -> int:
-        return len(self._actors)
+        return self._size
 
     def start(self) -> None:
         """Connect to the cluster and start every actor now (they build their codec and engine);
@@ -171,14 +176,28 @@ class RayEpisodeWorkers:
         """Play ``job`` on an actor; never raises for env, engine, codec or actor failures."""
         job_id = next(self._ids)
         waiter = Waiter(job.config.failure_reward)
+        try:
+            if self._spec_ref is None:  # not joined yet: on a thread, never on this loop
+                await asyncio.wrap_future(self._joining_now())
+        except ClusterError as err:  # no cluster to join, or one that cannot hold the actors
+            return Trajectory.failed(f"ray: {err}", job.config.failure_reward)
+        with self._lock:  # a rollout batch is about the most episodes under way at once
+            self._running += 1
+            self._store.in_flight(self._running)
+        try:
+            return await self._play(job_id, job, waiter, should_abort)
+        finally:
+            with self._lock:
+                self._running -= 1
+
+    async def _play(
+        self, job_id: int, job: EpisodeJob, waiter: Waiter, should_abort: Callable[[], bool] | None
+    ) -> Trajectory:
+        assert self._slots is not None  # made by the join
         index = await self._slots.take()
         try:
             try:
-                if self._spec_ref is None:  # not joined yet: on a thread, never on this loop
-                    await asyncio.wrap_future(self._joining_now())
                 actor, threads = self._register(index, job_id, waiter)
-            except ClusterError as err:  # no cluster to join, or one that cannot hold the actors
-                return Trajectory.failed(f"ray: {err}", job.config.failure_reward)
             except Exception as err:  # an actor that cannot be created
                 return Trajectory.failed(f"ray: {one_line(err)}", job.config.failure_reward)
             threads.outbox.put((index, actor, job_id, job))
@@ -233,13 +252,14 @@ class RayEpisodeWorkers:
         """Join the cluster, check that it can hold the actors and put the spec in its store."""
         try:
             join(self._address, self._join_timeout_s)
-            problem = unmet(len(self._actors), self._request)
+            problem = unmet(self._size, self._request)
             if problem is not None:
                 raise ClusterError(
                     f"{problem}; ask for fewer vlm_envs_ray_actors or less vlm_envs_ray_actor_cpus / "
                     "vlm_envs_ray_resources, or add nodes that have them"
                 )
             spec_ref = ray.put(self._spec)  # the processor goes to the store once
+            self._store.baseline()
             nodes = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
         except ClusterError as err:
             joined.set_exception(err)
@@ -248,6 +268,10 @@ class RayEpisodeWorkers:
         else:
             with self._lock:
                 self._spec_ref, self._nodes = spec_ref, nodes
+                if self._slots is None:
+                    self._actors = [None] * self._size
+                    self._pending = [{} for _ in range(self._size)]
+                    self._slots = Slots(self._size, self.max_in_flight)
             joined.set_result(None)
 
     def _actor(self, index: int) -> Any:
@@ -338,6 +362,7 @@ class RayEpisodeWorkers:
                 except Exception as err:  # the actor died (RayActorError), or its batch cannot be read
                     self._replace(index, actor, f"ray: {one_line(err)}")
                     continue
+                self._store.received([sum(b.nbytes for b in buffers) for _, _, buffers in finished])
                 for job_id, body, buffers in finished:
                     self._settle(index, job_id, lambda r, b=body, bufs=buffers: _trajectory(b, bufs, r))
                 del finished
