@@ -26,6 +26,7 @@ import vlm_envs.envs.geo3k as geo3k
 import vlm_envs.envs.jigsaw as jigsaw
 import vlm_envs.envs.jigsaw.env as jigsaw_env
 from vlm_envs import build_env, registry
+from vlm_envs.cli import main
 from vlm_envs.envs.config import location_keys
 from vlm_envs.envs.jigsaw import JigsawConfig, JigsawEnv
 from vlm_envs.episode_carrier import EpisodeSpec, attach
@@ -135,3 +136,14 @@ def test_trls_rollout_refuses_the_carrier(tmp_path: Path, nothing_is_read) -> No
         assert record["status"] == "failed" and f"env_config sets '{key}'" in record["error"], record["error"]
     assert episode_reward([None] * 3, [None] * 3, **{RECORD_KEY: records}) == [None] * 3
     assert nothing_is_read == []
+
+
+def test_make_dataset_refuses_to_write_rows_every_trainer_would_refuse(tmp_path: Path, capsys) -> None:
+    Image.new("RGB", (64, 64), "red").save(tmp_path / "red.png")
+    out = tmp_path / "rows.parquet"
+    argv = ["make-dataset", "jigsaw", "-n", "2", "--out", str(out), "--config", f"image_dir={tmp_path}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--config image_dir=... names a file, folder or hub id" in err
+    assert "vlm_envs.register('my_env', 'vlm_envs.envs.jigsaw', image_dir=...)" in err
+    assert not out.exists() and not out.with_suffix(".yaml").exists()

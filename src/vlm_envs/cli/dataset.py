@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     for level in named:  # a config (or a level) the env refuses fails here, once
         leveled = config if level is None else {**config, "difficulty": level}
         build_env(args.env, args.max_turns, leveled).close()
+    _refuse_locations(args.env, config)
     shards = _ray_shards(args.ray) if args.ray is not None else None
     try:
         files = make_dataset(
@@ -125,6 +126,22 @@ def _levels(spec: str | None, n: int, seed: int, config: dict[str, object]) -> L
         return parse_curriculum(spec).plan(max(n, 0), seed)
     except ValueError as err:
         raise UsageError(str(err)) from err
+
+
+def _refuse_locations(env: str, config: dict[str, object]) -> None:
+    """A ``--config`` key naming a file, folder or hub id would go into every row, which every
+    trainer refuses (rows choose episodes, not files: :func:`vlm_envs.envs.config.location_keys`)."""
+    from vlm_envs.envs.config import location_keys
+    from vlm_envs.registry import get_spec
+
+    spec = get_spec(env)
+    keys = sorted(location_keys(spec.load()) & set(config))
+    if keys:
+        raise UsageError(
+            f"--config {keys[0]}=... names a file, folder or hub id, which every trainer refuses in a "
+            f"dataset row: configure it with the env instead (an entry point, or vlm_envs.register("
+            f"'my_env', {spec.target!r}, {keys[0]}=...) where the episodes play) and make that env's rows"
+        )
 
 
 def _ray_shards(address: str) -> RayShards:
