@@ -132,30 +132,6 @@ from vlm_envs.testing.models import save_tiny_model
 
 TINY_MODEL = str(save_tiny_model("tiny-qwen3-vl", "qwen3_vl"))
 """
-#: ``AutoProcessor.from_pretrained`` loading such a folder, for a script that calls it (the TRL GRPO
-#: script loads its processor with vlm_envs.rollout.trl.load_processor, as written): transformers'
-#: own loader needs torchvision for a Qwen-VL folder (its video processor), which has no CPU build
-#: here (FACTS.md), so the processor is assembled without one, and saved without one too.
-_TINY_PROCESSOR = """\
-import transformers
-from vlm_envs.eval.processors import load_processor
-
-
-def _load_tiny_processor(path, padding_side=None, **_):
-    processor = load_processor(path)
-    if padding_side:
-        processor.tokenizer.padding_side = padding_side
-
-    def save_pretrained(folder, **_):
-        processor.tokenizer.save_pretrained(folder)
-        processor.image_processor.save_pretrained(folder)
-
-    processor.save_pretrained = save_pretrained
-    return processor
-
-
-transformers.AutoProcessor.from_pretrained = _load_tiny_processor
-"""
 
 
 def _config_override(module: str, name: str, overrides: str) -> str:
@@ -183,21 +159,14 @@ import sys
 
 sys.path.insert(0, {str(Path(sys.prefix) / "overlays" / "trl-sft")!r})
 """
-#: The tiny processor with Qwen3-VL's chat template as Qwen ship it (TRL stores the file), which TRL
-#: swaps for its ``{{% generation %}}``-marked copy.
+#: The tiny model's folder with Qwen3-VL's chat template as Qwen ship it (TRL stores the file), which
+#: TRL swaps for its ``{% generation %}``-marked copy. The script loads the folder's processor itself.
 _SHIPPED_TEMPLATE = """\
+from pathlib import Path
+
 from trl.chat_template_utils import qwen3_vl_chat_template
 
-_load_plain = transformers.AutoProcessor.from_pretrained
-
-
-def _load_shipped_template(path, **kwargs):
-    processor = _load_plain(path, **kwargs)
-    processor.chat_template = processor.tokenizer.chat_template = qwen3_vl_chat_template
-    return processor
-
-
-transformers.AutoProcessor.from_pretrained = _load_shipped_template
+Path(TINY_MODEL, "chat_template.jinja").write_text(qwen3_vl_chat_template, encoding="utf-8")
 """
 
 
@@ -245,13 +214,13 @@ PATCHES: dict[str, Patch] = {
         swaps=(('"Qwen/Qwen3-VL-2B-Instruct"', "TINY_MODEL"),),
         before=_TRL_SFT_PATH
         + _TINY_MODEL
-        + _TINY_PROCESSOR
         + _SHIPPED_TEMPLATE
         + _config_override("trl", "SFTConfig", f"dict({_CPU_STEPS}, max_steps=2)"),
         after=(
             "import os\n"
             "assert trainer.state.global_step == 2, trainer.state\n"
             "assert os.path.isfile('sokoban-sft/model.safetensors'), os.listdir('sokoban-sft')\n"
+            "assert load_processor('sokoban-sft').chat_template == processor.chat_template  # saved whole\n"
         ),
     ),
 }

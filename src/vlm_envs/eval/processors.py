@@ -8,7 +8,8 @@ Without that check ``huggingface_hub`` retries each file with backoff (about 50 
 transformers builds a Qwen-VL processor only with its video processor, which needs torchvision (there
 is no CPU build of it, FACTS.md). A local folder whose processor does not load that way is assembled
 from its image processor (the PIL one) and its tokenizer, with no video processor: images and text
-work, videos do not.
+work, videos do not. Such a processor saves to a folder as transformers lays one out (the folder's
+video processor config kept), which loads back here, and with ``AutoProcessor`` where torchvision is.
 """
 
 from __future__ import annotations
@@ -24,11 +25,15 @@ from typing import Any
 
 from vlm_envs.eval.policies import PolicyError
 
-#: What a folder holds for each part (transformers' file names).
-IMAGE_PROCESSOR_FILE, PROCESSOR_FILE, TOKENIZER_FILE = (
+#: What a folder holds for each part (transformers' file names). Since transformers 5,
+#: ``save_pretrained`` nests the image and video processor configs in the processor file; older
+#: folders (and the hub's Qwen-VL ones) hold them in files of their own.
+IMAGE_PROCESSOR_FILE, PROCESSOR_FILE, TOKENIZER_FILE, VIDEO_PROCESSOR_FILE, CHAT_TEMPLATE_FILE = (
     "preprocessor_config.json",
     "processor_config.json",
     "tokenizer_config.json",
+    "video_preprocessor_config.json",
+    "chat_template.jinja",
 )
 
 #: Seconds the hub has to answer one request before a name that is not cached is given up on.
@@ -37,20 +42,64 @@ _HINT = "pass --tokenizer /path/to/folder (a local folder with the served model'
 
 
 class NoVideoCheck:
-    """Mixed into a processor class, lets it be assembled with ``video_processor=None``."""
+    """Mixed into a processor class, lets it be assembled with ``video_processor=None`` and saved.
+
+    ``video_processor_config`` is the config of the video processor left out (from the folder the
+    processor was loaded from), written back on save so that the saved folder is whole.
+    """
+
+    video_processor_config: dict[str, Any] | None = None
 
     def check_argument_for_proper_class(self, argument_name: str, argument: Any) -> Any:
         if argument is None and argument_name == "video_processor":
             return None
         return super().check_argument_for_proper_class(argument_name, argument)  # type: ignore[misc]
 
+    def save_pretrained(self, save_directory: str | os.PathLike[str], **kwargs: Any) -> list[str]:
+        """Save as transformers does (the tokenizer's files, the chat template, the processor file
+        with the image and, where known, video processor configs nested); transformers' own
+        ``save_pretrained`` fails on the missing video processor. Returns the processor file."""
+        if getattr(self, "video_processor", None) is not None:
+            return super().save_pretrained(save_directory, **kwargs)  # type: ignore[misc]
+        if kwargs.get("push_to_hub"):
+            raise ValueError(
+                "a processor without its video processor saves to a folder only: upload the folder"
+            )
+        folder = Path(save_directory)
+        folder.mkdir(parents=True, exist_ok=True)
+        self.tokenizer.save_pretrained(folder)  # type: ignore[attr-defined]
+        template = self.chat_template  # type: ignore[attr-defined]
+        if isinstance(template, str):  # after the tokenizer's: the processor's template is the one used
+            (folder / CHAT_TEMPLATE_FILE).write_text(template, encoding="utf-8")
+        config = {k: v for k, v in self.to_dict().items() if k != "video_processor"}  # type: ignore[attr-defined]
+        config["processor_class"] = _transformers_class(type(self)).__name__
+        if self.video_processor_config:
+            config["video_processor"] = self.video_processor_config
+        path = folder / PROCESSOR_FILE
+        path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return [str(path)]
 
-def _config(folder: Path, name: str) -> dict[str, Any]:
+
+def _transformers_class(cls: type) -> type:
+    """The first class of ``cls``'s MRO that transformers defines (the one its loaders know)."""
+    return next(c for c in cls.__mro__ if c.__module__.startswith("transformers."))
+
+
+def _config(folder: Path, name: str, nested: str | None = None) -> dict[str, Any]:
+    """The JSON object in file ``name`` of ``folder`` (its ``nested`` object, if named); ``{}`` if none."""
     try:
         found = json.loads((folder / name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    if nested is not None and isinstance(found, dict):
+        found = found.get(nested)
     return found if isinstance(found, dict) else {}
+
+
+def _part_config(folder: Path, part: str, own_file: str) -> dict[str, Any]:
+    """The config of processor part ``part``: nested in the processor file (transformers 5), else
+    in its own file."""
+    return _config(folder, PROCESSOR_FILE, nested=part) or _config(folder, own_file)
 
 
 def _without_video(folder: Path) -> Any | None:
@@ -58,7 +107,7 @@ def _without_video(folder: Path) -> Any | None:
     where the folder names no image processor or processor class, or they do not assemble."""
     import transformers
 
-    image_type = _config(folder, IMAGE_PROCESSOR_FILE).get("image_processor_type")
+    image_type = _part_config(folder, "image_processor", IMAGE_PROCESSOR_FILE).get("image_processor_type")
     processor_name = next(
         filter(
             None,
@@ -76,7 +125,7 @@ def _without_video(folder: Path) -> Any | None:
         processor_class = getattr(transformers, processor_name)
         tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
         assembled = type(processor_class.__name__, (NoVideoCheck, processor_class), {})
-        return assembled(
+        processor = assembled(
             image_processor=image_class.from_pretrained(folder),
             tokenizer=tokenizer,
             video_processor=None,
@@ -84,6 +133,8 @@ def _without_video(folder: Path) -> Any | None:
         )
     except Exception:  # any part missing or of another shape: the caller says what did not load
         return None
+    processor.video_processor_config = _part_config(folder, "video_processor", VIDEO_PROCESSOR_FILE) or None
+    return processor
 
 
 def has_image_processor(processor: Any) -> bool:
