@@ -65,8 +65,9 @@ def test_unseeded_resets_that_replay_one_episode_are_caught():
     found = failures_of(broken.UnseededReplaysSeedZero(), rebuild=False)
     assert found == [
         "unseeded resets: 8 resets without a seed all gave the same first observation, though the seeds "
-        f"0, 1, 2, {2**64 - 1} give different ones. Draw a fresh episode when no seed is given "
-        "(numpy.random.default_rng(None) does), as gymnasium's reset(seed=None) does."
+        f"0, 1, 2, {2**64 - 1} give different ones. Without a seed, continue from the last one: after "
+        "reset(seed=s), reset() plays seed s + 1, then s + 2 (vlm_envs.envs.config.EpisodeSeeds does this; "
+        "before any seed, draw one at random)."
     ]
 
 

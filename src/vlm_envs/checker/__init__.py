@@ -62,8 +62,8 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
       ``format_observation`` gives one chat message whose image parts are the observation's images;
     - ``determinism``: every seeded episode replays exactly (image bytes included) on several seeds:
       ``seed``, ``seed + 1``, ``seed + 2`` and the largest allowed, ``2**64 - 1``;
-    - ``unseeded resets``: ``reset()`` without a seed works, draws a fresh episode where the seed picks
-      the episode (two unseeded resets differ, tried up to
+    - ``unseeded resets``: ``reset()`` without a seed works, plays another episode each time where the
+      seed picks the episode (two unseeded resets differ, tried up to
       :data:`~vlm_envs.checker.replay.UNSEEDED_RESETS` times), and leaves what a seed means unchanged;
     - ``hostile replies``: the replies of :data:`HOSTILE_RESPONSES` (``<image>`` and chat-template
       injections, megabytes of text, ...), calls of the env's own tools with huge numbers

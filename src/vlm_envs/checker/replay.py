@@ -1,5 +1,6 @@
 """The checks of replay: a seeded episode plays the same every time, in this process and in
-another one; ``reset()`` without a seed draws a fresh episode.
+another one; ``reset()`` without a seed plays another episode each time (gymnasium's rule: it
+continues from the last seed).
 
 ``python -m vlm_envs.checker.replay`` is the other process of the rebuild check.
 """
@@ -77,8 +78,16 @@ def check_determinism(env: Env, seed: int) -> list[str]:
     return failures
 
 
+#: What a reset without a seed does, by gymnasium's rule (its reset(seed=None) continues the generator
+#: the last seed set): the bundled envs keep it with vlm_envs.envs.config.EpisodeSeeds.
+_UNSEEDED_HINT = (
+    "Without a seed, continue from the last one: after reset(seed=s), reset() plays seed s + 1, then s + 2 "
+    "(vlm_envs.envs.config.EpisodeSeeds does this; before any seed, draw one at random)."
+)
+
+
 def check_unseeded(env: Env, seed: int) -> list[str]:
-    """``reset()`` without a seed draws a fresh episode and does not change what a seed means."""
+    """``reset()`` without a seed plays another episode each time and does not change what a seed means."""
     before = episode_fingerprint(env, seed)
     seeded = {json.dumps(_obs_record(env.reset(seed=s)[0])) for s in determinism_seeds(seed)}
     unseeded: list[str] = []
@@ -86,13 +95,12 @@ def check_unseeded(env: Env, seed: int) -> list[str]:
         while len(unseeded) < UNSEEDED_RESETS and len(set(unseeded)) < 2:
             unseeded.append(json.dumps(_obs_record(env.reset()[0])))
     except Exception as err:
-        return [f"reset() without a seed raised {error_text(err)}. Draw a fresh seed when none is given."]
+        return [f"reset() without a seed raised {error_text(err)}. {_UNSEEDED_HINT}"]
     failures = []
     if len(seeded) > 1 and len(set(unseeded)) == 1:
         failures.append(
             f"{len(unseeded)} resets without a seed all gave the same first observation, though the seeds "
-            f"{', '.join(map(str, determinism_seeds(seed)))} give different ones. Draw a fresh episode when "
-            "no seed is given (numpy.random.default_rng(None) does), as gymnasium's reset(seed=None) does."
+            f"{', '.join(map(str, determinism_seeds(seed)))} give different ones. {_UNSEEDED_HINT}"
         )
     if episode_fingerprint(env, seed) != before:
         failures.append(f"The episode of seed={seed} changed after resets without a seed. {_SEED_HINT}")
