@@ -110,8 +110,9 @@ def test_eval_env_url_equals_the_in_process_eval(sokoban_server, tmp_path, capsy
     assert main(["eval", "sokoban", "--out", str(tmp_path / "local"), *common]) == 0
     capsys.readouterr()
 
-    def results(folder):
-        return [json.loads(line) for line in (tmp_path / folder / "results.jsonl").read_text().splitlines()]
+    def results(folder):  # in episode order: results.jsonl is written as episodes finish
+        lines = (tmp_path / folder / "results.jsonl").read_text().splitlines()
+        return sorted((json.loads(line) for line in lines), key=lambda row: row["episode"])
 
     assert results("remote") == results("local")  # turns, observations, metrics, reset info, rewards
     assert [row["reward"] for row in results("remote")] == [1.0, 1.0, 1.0]

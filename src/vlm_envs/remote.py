@@ -49,6 +49,21 @@ def next_url(urls: Sequence[str]) -> str:
         return key[next(counter) % len(key)]
 
 
+def _no_redirect(exc: Exception) -> Exception:
+    """websockets' redirect hook, answering every failed handshake (a 3xx included) with its error."""
+    return exc
+
+
+def _hint(err: Exception) -> str:
+    """What to do about a refused handshake: a token to give, or the server's own URL."""
+    response = getattr(err, "response", None)
+    status = getattr(response, "status_code", 0)
+    if 300 <= status < 400:
+        target = response.headers.get("Location", "?")
+        return f" (a redirect to {target!r:.200}; vlm-envs follows none: give the server's own URL)"
+    return f" (set ${TOKEN_ENV} or token=...)" if status in (401, 403) else ""
+
+
 def ws_url(url: str) -> str:
     """A server's base URL (``http(s)://`` or ``ws(s)://``) as its ``/ws`` endpoint."""
     base = url.rstrip("/")
@@ -145,16 +160,20 @@ class RemoteEnv(Env):
         headers = {"Authorization": f"Bearer {self._token}"} if self._token else None
         local = is_loopback(urlsplit(target).hostname or "")
         try:
-            return connect(
+            connecter = connect(
                 target,
                 additional_headers=headers,
                 open_timeout=self.timeout_s,
                 max_size=MAX_REPLY_BYTES,
                 proxy=None if local else True,
+                legacy=False,
             )
+            # websockets follows redirects, to other hosts too: an episode, its images and the token go
+            # only to the server the user named, so a 3xx answer is the error itself
+            connecter.process_redirect = _no_redirect
+            return connecter.connect()
         except Exception as err:
-            hint = f" (set ${TOKEN_ENV} or token=...)" if "403" in str(err) or "401" in str(err) else ""
-            raise RemoteEnvError(f"cannot open a session on {target}: {err}{hint}") from err
+            raise RemoteEnvError(f"cannot open a session on {target}: {err}{_hint(err)}") from err
 
     def _call(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send one message and return the reply's ``data``; :class:`RemoteEnvError` on an error."""

@@ -2,7 +2,8 @@
 (``localhost`` instead of ``127.0.0.1``, where a second real server listens) gets a clear error back,
 and the other host never sees the prompt, its images or the API key. Clients: SGLang's and vLLM's
 engines (:class:`~vlm_envs.rollout.engines.HttpEngine`), eval's OpenAI chat client and its
-reachability probe."""
+reachability probe, :class:`~vlm_envs.remote.RemoteEnv`'s WebSocket and the TRL rollout's vLLM engine
+(TRL's ``requests`` session)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ from collections.abc import Iterator
 
 import aiohttp
 import pytest
+import trl.generation.vllm_client as vllm_client_module
 from aiohttp import web
+from websockets.sync.client import connect
 
 from vlm_envs.eval.openai_chat import ChatError, OpenAIChatClient
 from vlm_envs.eval.reachable import unreachable
+from vlm_envs.remote import RemoteEnv, RemoteEnvError
 from vlm_envs.rollout.engines import PermanentEngineError, SGLangEngine
+from vlm_envs.rollout.trl import VLLMSampling, VLLMServerEngine
 from vlm_envs.rollout.vllm_engine import VLLMEngine
 
 
@@ -47,11 +52,12 @@ class Servers:
         return f"http://{host}:{port}"
 
     async def _redirect(self, request: web.Request) -> web.Response:
-        raise web.HTTPTemporaryRedirect(self.other_url + request.path)
+        scheme = "ws" if request.path == "/ws" else "http"  # a WebSocket handshake goes to ws://
+        raise web.HTTPTemporaryRedirect(self.other_url.replace("http", scheme, 1) + request.path)
 
     async def _record(self, request: web.Request) -> web.Response:
         self.seen.append((request.method, request.path, dict(request.headers)))
-        return web.json_response({"ok": True})
+        return web.json_response({"ok": True, "data": [{"id": "m"}]})  # "data": what TRL's client reads
 
     async def stop(self) -> None:
         for runner in self.runners:
@@ -119,3 +125,30 @@ def test_the_reachability_probe_does_not_follow(servers) -> None:
             return await unreachable(session, servers.redirecting_url + "/health", 5)
 
     assert asyncio.run(probe()) is None and servers.seen == []
+
+
+def test_remote_env_refuses_a_redirect_that_websockets_would_follow(servers) -> None:
+    ws = servers.redirecting_url.replace("http://", "ws://") + "/ws"
+    with pytest.raises(Exception, match="200"):  # the control: websockets' own client goes to the other host
+        connect(ws, open_timeout=5)
+    assert [path for _, path, _ in servers.seen] == ["/ws"]
+    servers.seen.clear()
+    env = RemoteEnv(servers.redirecting_url, "sokoban", token="secret")
+    with pytest.raises(RemoteEnvError, match=r"HTTP 307.*a redirect to 'ws://localhost:.*follows none"):
+        env.reset(0)
+    assert servers.seen == []
+
+
+def test_the_trl_vllm_engine_refuses_a_redirect(servers, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vllm_client_module, "is_vllm_available", lambda *a, **k: True)  # its import guard
+    client = vllm_client_module.VLLMClient(base_url=servers.redirecting_url, connection_timeout=10)
+    servers.seen.clear()  # TRL's own health check may follow (the session is TRL's); our turns do not
+    engine = VLLMServerEngine(client, VLLMSampling(), None, read_timeout=5, turn_timeout=30)
+    try:
+        with pytest.raises(
+            PermanentEngineError, match=r"answered HTTP 307.*'http://localhost:.*follows none"
+        ):
+            engine._bounded([1, 2, 3], [], {"max_new_tokens": 4})
+    finally:
+        engine.close()
+    assert servers.seen == []

@@ -23,6 +23,7 @@ from vlm_envs.rollout.engines import (
     EngineOutput,
     EngineTimeout,
     FinishReason,
+    PermanentEngineError,
     TransientEngineError,
     _deadline,
     check_limits,
@@ -35,15 +36,23 @@ _thread_deadline = threading.local()
 class ReadDeadline:
     """Wraps a ``requests`` adapter (``send`` and ``close``, all a session calls): a request sent
     with no timeout from a thread that set ``_thread_deadline.read_timeout`` gets that timeout
-    (connect and each read); others pass as sent."""
+    (connect and each read), and a redirect it is answered is refused, not followed (the session
+    would follow one to any host); others pass as sent."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
     def send(self, request: Any, timeout: Any = None, **kwargs: Any) -> Any:
-        if timeout is None:
-            timeout = getattr(_thread_deadline, "read_timeout", None)
-        return self.inner.send(request, timeout=timeout, **kwargs)
+        ours = getattr(_thread_deadline, "read_timeout", None)
+        response = self.inner.send(request, timeout=ours if timeout is None else timeout, **kwargs)
+        if ours is not None and response.is_redirect:
+            target = response.headers.get("Location", "?")
+            response.close()
+            raise PermanentEngineError(
+                f"{VLLMServerEngine.name}: {request.path_url} answered HTTP {response.status_code} (a "
+                f"redirect to {target!r:.200}; vlm-envs follows none: give the server's own URL)"
+            )
+        return response
 
     def close(self) -> None:
         self.inner.close()
