@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from pydantic import BaseModel
 
 from vlm_envs.envs.config import EpisodeSeeds, overridden
-from vlm_envs.protocol import Env, EpisodeFinishedError
+from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
 
 
 class EpisodeState(Protocol):
@@ -64,6 +64,33 @@ class EpisodicEnv(Env, Generic[ConfigT, EpisodeT]):
         if ep is None or ep.done:
             raise EpisodeFinishedError("the episode is over (or was never started): call reset() first")
         return ep
+
+    def _unfinished(self) -> EpisodeT | None:
+        """The episode while it is being played; ``None`` before ``reset``, after ``close`` and once it is
+        over (where the oracle has nothing to say)."""
+        ep = self._ep
+        return None if ep is None or ep.done else ep
+
+    def _binary_step(
+        self,
+        obs: Observation,
+        success: bool,
+        truncated: bool,
+        metrics: dict[str, float | int | bool],
+        info: dict[str, Any],
+        *,
+        terminated: bool | None = None,
+    ) -> tuple[Observation, bool, StepInfo]:
+        """What ``step`` returns in an env whose reward is 1.0 on success, else 0.0: ``obs``, whether the
+        episode is over, and the step's info (terminated on success unless ``terminated`` says otherwise)."""
+        step = StepInfo(
+            reward=1.0 if success else 0.0,
+            terminated=success if terminated is None else terminated,
+            truncated=truncated,
+            metrics=metrics,
+            info=info,
+        )
+        return obs, self._episode().done, step
 
     def episode_reward(self) -> float:
         """1.0 when the episode succeeded, else 0.0."""

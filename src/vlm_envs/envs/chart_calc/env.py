@@ -183,8 +183,8 @@ class ChartCalcEnv(EpisodicEnv[ChartCalcConfig, _Episode]):
     def oracle_response(self) -> str | None:
         """The reference player: computes with ``calc`` first (when a reply is left for the answer),
         then answers exactly."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         if ep.calc_calls == 0 and self.config.max_turns > 1:
             return f"Let me compute. {format_tool_call(TOOL_NAME, {'expression': ep.question.expression})}"
@@ -192,8 +192,8 @@ class ChartCalcEnv(EpisodicEnv[ChartCalcConfig, _Episode]):
 
     def oracle_rationale(self) -> str | None:
         """The chart values the question needs and the arithmetic on them; None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         return rationale.explain(ep.table, ep.question, ep.calc_calls == 0 and self.config.max_turns > 1)
 

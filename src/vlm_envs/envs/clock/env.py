@@ -92,23 +92,17 @@ class ClockEnv(EpisodicEnv[ClockConfig, _Episode]):
         elif truncated:
             text += " The episode is over: no tries are left."
         info = {"answer": spoken(ep.answer) if ep.done else None, "error": parsed.error}
-        reward = 1.0 if ep.success else 0.0
-        obs = Observation(text=text)
-        return (
-            obs,
-            ep.done,
-            StepInfo(reward=reward, terminated=ep.success, truncated=truncated, metrics=metrics, info=info),
-        )
+        return self._binary_step(Observation(text=text), ep.success, truncated, metrics, info)
 
     def oracle_response(self) -> str | None:
         """The right time, or None when done."""
-        ep = self._ep
-        return None if ep is None or ep.done else f"<answer>{spoken(ep.answer)}</answer>"
+        ep = self._unfinished()
+        return None if ep is None else f"<answer>{spoken(ep.answer)}</answer>"
 
     def oracle_rationale(self) -> str | None:
         """Where the hands point and the time they show (and the time later, if asked); None when done."""
-        ep = self._ep
-        return None if ep is None or ep.done else rationale.explain(ep.shown, ep.later)
+        ep = self._unfinished()
+        return None if ep is None else rationale.explain(ep.shown, ep.later)
 
     def random_response(self, rng: random.Random) -> str:
         """A well-formed answer of a random time on the config's minute step."""
@@ -118,8 +112,7 @@ class ClockEnv(EpisodicEnv[ClockConfig, _Episode]):
     # ----- helpers -----
 
     def _question(self) -> str:
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         if ep.later is None:
             return "What time does this clock show?"
         return f"What time will this clock show {ep.later} minutes from now?"

@@ -108,25 +108,20 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
         if ep.done:
             metrics.update(success=success, optimal_moves=ep.optimal_moves)
         info = {"played": played, "error": parsed.error, "cell": list(ep.cell), "heading": ep.heading}
-        reward = 1.0 if success else 0.0
-        return (
-            obs,
-            ep.done,
-            StepInfo(reward=reward, terminated=success, truncated=truncated, metrics=metrics, info=info),
-        )
+        return self._binary_step(obs, success, truncated, metrics, info)
 
     def oracle_response(self) -> str | None:
         """The next actions of a shortest path (the oracle knows the map), or None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         path = shortest_actions(ep.maze.walls, ep.cell, ep.heading, ep.maze.goal, self.config.view)
         return format_actions(path[: self.config.max_actions_per_turn], self.config.view)
 
     def oracle_rationale(self) -> str | None:
         """What the view shows and which way the oracle's shortest path goes, or None when done."""
-        ep = self._ep
-        return None if ep is None or ep.done else rationale.explain(ep.maze, ep.cell, ep.heading, self.config)
+        ep = self._unfinished()
+        return None if ep is None else rationale.explain(ep.maze, ep.cell, ep.heading, self.config)
 
     def random_response(self, rng: random.Random) -> str:
         """A well-formed answer of random actions."""
@@ -138,8 +133,7 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
     # ----- helpers -----
 
     def _view(self) -> list[str | Image.Image]:
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         walls, goal = ep.maze.walls, ep.maze.goal
         if cfg.view == "first_person":
             image, cells = first_person(walls, ep.cell, ep.heading, goal, *cfg.image_size)
@@ -160,8 +154,7 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
         return pieces
 
     def _observation(self, header: str) -> Observation:
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         footer = f"Actions left: {cfg.max_moves - ep.moves}."
         if cfg.view == "first_person":
             footer = f"You face {_HEADINGS[ep.heading]}. " + footer

@@ -130,17 +130,7 @@ class FrozenLakeEnv(EpisodicEnv[FrozenLakeConfig, _Episode]):
         obs = self._observation(self._feedback(parsed.error, pressed, went, bumped))
         info = {"pressed": [ACTION_NAMES[a] for a in pressed], "moved": [ACTION_NAMES[d] for d in went]}
         info.update(error=parsed.error, cell=list(ep.cell))
-        return (
-            obs,
-            ep.done,
-            StepInfo(
-                reward=1.0 if success else 0.0,
-                terminated=success or fell,
-                truncated=truncated,
-                metrics=metrics,
-                info=info,
-            ),
-        )
+        return self._binary_step(obs, success, truncated, metrics, info, terminated=success or fell)
 
     def oracle_response(self) -> str | None:
         """The presses making the next moves of a safe shortest path (slips foreseen); None when done."""
@@ -152,8 +142,7 @@ class FrozenLakeEnv(EpisodicEnv[FrozenLakeConfig, _Episode]):
         plan = self._plan()
         if plan is None:
             return None
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         return rationale.explain(ep.lake, ep.cell, *plan)
 
     def random_response(self, rng: random.Random) -> str:
@@ -166,14 +155,13 @@ class FrozenLakeEnv(EpisodicEnv[FrozenLakeConfig, _Episode]):
 
     def _offset(self, k: int) -> int:
         """How the ice turns move ``k``: -1, 0 or +1 in gymnasium's action order (0 on dry ice)."""
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         return slip_offset(ep.draw(k), cfg.success_rate) if cfg.slippery else 0
 
     def _plan(self) -> tuple[list[int], list[int], list[int] | None] | None:
         """The safe shortest path from here, the moves of it made now, and (slippery ice) their presses."""
-        ep, cfg = self._ep, self.config
-        if ep is None or ep.done:
+        ep, cfg = self._unfinished(), self.config
+        if ep is None:
             return None
         path = shortest_path(ep.lake, ep.cell)
         moves = path[: min(cfg.max_actions_per_turn, cfg.max_moves - ep.moves)]
@@ -182,8 +170,7 @@ class FrozenLakeEnv(EpisodicEnv[FrozenLakeConfig, _Episode]):
         return path, moves, [(d - self._offset(ep.moves + k)) % 4 for k, d in enumerate(moves)]
 
     def _observation(self, header: str) -> Observation:
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         pieces: list[str | Image.Image] = [header + "\n"]
         if ep.picture is not None:
             pieces += [with_player(ep.picture, ep.cell, cfg.cell_size), "\n"]
@@ -218,8 +205,7 @@ class FrozenLakeEnv(EpisodicEnv[FrozenLakeConfig, _Episode]):
         return "\n".join(lines)
 
     def _feedback(self, error: str | None, pressed: list[int], went: list[int], bumped: int) -> str:
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         if error is not None:
             text = (
                 f"Invalid answer: {error}. No move was made this turn. "

@@ -105,15 +105,15 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
 
     def oracle_response(self) -> str | None:
         """The letter of this turn's colour; None when the episode is over."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         return f"<answer>{_letter(ep.colors[len(ep.answers)])}</answer>"
 
     def oracle_rationale(self) -> str | None:
         """What this turn's image shows and which option names it; None when the episode is over."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         color = ep.colors[len(ep.answers)]
         return f"The image is filled with {COLORS[color][0]}, which is option {_letter(color)}."
@@ -125,8 +125,7 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
     # ----- internals -----
 
     def _question(self, header: str) -> Observation:
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         turn = len(ep.answers)
         side = self.config.image_size
         image = Image.new("RGB", (side, side), ep.shades[turn])

@@ -94,24 +94,19 @@ class JigsawEnv(EpisodicEnv[JigsawConfig, _Episode]):
             metrics.update(success=success, optimal_swaps=ep.optimal_swaps)
         obs = self._observation(self._feedback(parsed.error, parsed.swaps, success, truncated))
         info = {"board": list(ep.board), "error": parsed.error}
-        reward = 1.0 if success else 0.0
-        return (
-            obs,
-            ep.done,
-            StepInfo(reward=reward, terminated=success, truncated=truncated, metrics=metrics, info=info),
-        )
+        return self._binary_step(obs, success, truncated, metrics, info)
 
     def oracle_response(self) -> str | None:
         """The next optimal swaps (tiles minus cycles in all), or None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         return format_swaps(oracle_swaps(ep.board)[: self.config.max_swaps_per_turn])
 
     def oracle_rationale(self) -> str | None:
         """Which tiles are out of place and which ones the oracle's swaps put in place, or None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         return rationale.explain(ep.board, oracle_swaps(ep.board)[: self.config.max_swaps_per_turn])
 
@@ -124,8 +119,7 @@ class JigsawEnv(EpisodicEnv[JigsawConfig, _Episode]):
     # ----- helpers -----
 
     def _observation(self, header: str) -> Observation:
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         pieces: list[str | Image.Image] = [header + "\n"]
         if cfg.shows_image:
             pieces += [arrangement_image(ep.tiles, ep.board, cfg.n, cfg.numbers), "\n"]

@@ -81,17 +81,7 @@ class LightsOutEnv(EpisodicEnv[LightsOutConfig, _Episode]):
             metrics.update(success=success, optimal_presses=ep.optimal_presses)
         obs = self._observation(self._feedback(parsed.error, parsed.cells, success, truncated))
         info = {"lights": [cell_name(cfg.n, c) for c in cells_of(ep.lights)], "error": parsed.error}
-        return (
-            obs,
-            ep.done,
-            StepInfo(
-                reward=1.0 if success else 0.0,
-                terminated=success,
-                truncated=truncated,
-                metrics=metrics,
-                info=info,
-            ),
-        )
+        return self._binary_step(obs, success, truncated, metrics, info)
 
     def oracle_response(self) -> str | None:
         """The next presses of a smallest solution, or None when done."""
@@ -116,15 +106,14 @@ class LightsOutEnv(EpisodicEnv[LightsOutConfig, _Episode]):
 
     def _now(self) -> tuple[int, list[int]] | None:
         """A smallest solution from here and its presses made this turn; None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         solution = fewest_presses(self.config.n, ep.lights)
         return solution, cells_of(solution)[: self.config.max_presses_per_turn]
 
     def _observation(self, header: str) -> Observation:
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         pieces: list[str | Image.Image] = [header + "\n"]
         if cfg.shows_image:
             pieces += [board_image(cfg.n, ep.lights, cfg.cell_size), "\n"]

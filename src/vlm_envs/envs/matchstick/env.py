@@ -80,19 +80,17 @@ class MatchstickEnv(EpisodicEnv[MatchstickConfig, _Episode]):
             metrics["success"] = ep.solved
         text = self._feedback(error, one, true, truncated)
         info = {"answer": None if answer is None else str(answer), "error": error}
-        reward = 1.0 if ep.solved else 0.0
-        step = StepInfo(reward=reward, terminated=ep.solved, truncated=truncated, metrics=metrics, info=info)
-        return Observation.compose(text), ep.done, step
+        return self._binary_step(Observation.compose(text), ep.solved, truncated, metrics, info)
 
     def oracle_response(self) -> str | None:
         """The true equation the puzzle was made from, or None when done."""
-        ep = self._ep
-        return None if ep is None or ep.done else f"<answer>{ep.truth}</answer>"
+        ep = self._unfinished()
+        return None if ep is None else f"<answer>{ep.truth}</answer>"
 
     def oracle_rationale(self) -> str | None:
         """Why the shown equation is false and which symbols the moved stick changes, or None when done."""
-        ep = self._ep
-        return None if ep is None or ep.done else rationale.explain(ep.shown, ep.truth)
+        ep = self._unfinished()
+        return None if ep is None else rationale.explain(ep.shown, ep.truth)
 
     def random_response(self, rng: random.Random) -> str:
         """An equation one random stick move from the one shown (true or not)."""

@@ -130,8 +130,8 @@ class MentalRotationEnv(EpisodicEnv[MentalRotationConfig, _Episode]):
 
     def oracle_response(self) -> str | None:
         """The BFS turns toward the target (``rotate``) or the right word (``mirror``); None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         if self.config.mode == "mirror":
             return f"<answer>{ep.answer}</answer>"
@@ -140,8 +140,8 @@ class MentalRotationEnv(EpisodicEnv[MentalRotationConfig, _Episode]):
 
     def oracle_rationale(self) -> str | None:
         """Which quarter turns take one view to the other (or show the mirror image); None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         if self.config.mode == "mirror":
             return rationale.explain_mirror(ep.cubes, ep.left, ep.orientation, ep.answer, self._view)
@@ -191,8 +191,7 @@ class MentalRotationEnv(EpisodicEnv[MentalRotationConfig, _Episode]):
     # ----- text -----
 
     def _observation(self, header: str) -> Observation:
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         if self.config.mode == "mirror":
             return Observation.compose(header + "\nLeft:\n", ep.left, "\nRight:\n", ep.right, "\n")
         left = self.config.max_turns - ep.replies
@@ -218,8 +217,7 @@ class MentalRotationEnv(EpisodicEnv[MentalRotationConfig, _Episode]):
         )
 
     def _feedback(self, error: str | None, turns: tuple[str, ...]) -> str:
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         text = (
             f"Invalid answer: {error}. No turn was played."
             if error

@@ -105,24 +105,19 @@ class MinesweeperEnv(EpisodicEnv[MinesweeperConfig, _Episode]):
             metrics.update(success=success, hit_mine=ep.hit is not None)
         obs = self._observation(self._feedback(parsed.error, played, repeated, success, truncated))
         info = {"revealed": [name(c, cfg.size[1]) for c in played], "error": parsed.error}
-        reward = 1.0 if success else 0.0
-        return (
-            obs,
-            ep.done,
-            StepInfo(reward=reward, terminated=terminated, truncated=truncated, metrics=metrics, info=info),
-        )
+        return self._binary_step(obs, success, truncated, metrics, info, terminated=terminated)
 
     def oracle_response(self) -> str | None:
         """Cells the shown numbers prove safe (at most ``max_actions_per_turn``), or None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         return format_cells(self._proven()[0], ep.field.cols)
 
     def oracle_rationale(self) -> str | None:
         """Which number proves each cell the oracle reveals safe, or None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         cells, reasons, mines = self._proven()
         return rationale.explain(ep.field, ep.hidden, cells, reasons, mines)
@@ -150,8 +145,7 @@ class MinesweeperEnv(EpisodicEnv[MinesweeperConfig, _Episode]):
         :data:`MAX_REASONS` groups and ``max_actions_per_turn`` cells), with the reasons and the proven
         mines; where no number proves one (never on a generated field), a safe cell next to the open area
         that the oracle knows."""
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         shown = {c: ep.field.numbers[c] for c in sorted(ep.revealed)}
         proof = deduce(ep.field.rows, ep.field.cols, shown)
         cells: list[Cell] = []
@@ -176,8 +170,7 @@ class MinesweeperEnv(EpisodicEnv[MinesweeperConfig, _Episode]):
         return [(edge or hidden_safe)[0]], {}, proof.mines
 
     def _observation(self, header: str) -> Observation:
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         pieces: list[str | Image.Image] = [header + "\n"]
         if cfg.shows_image:
             pieces += [field_image(ep.field, ep.revealed, ep.hit, cfg.cell_size), "\n"]
@@ -215,8 +208,7 @@ class MinesweeperEnv(EpisodicEnv[MinesweeperConfig, _Episode]):
     def _feedback(
         self, error: str | None, played: list[Cell], repeated: int, success: bool, truncated: bool
     ) -> str:
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         if error is not None:
             text = f"Invalid answer: {error}. No cell was revealed this turn."
         else:

@@ -101,24 +101,19 @@ class RushHourEnv(EpisodicEnv[RushHourConfig, _Episode]):
             "error": parsed.error,
             "board": board_text(ep.layout, ep.position),
         }
-        reward = 1.0 if success else 0.0
-        return (
-            obs,
-            ep.done,
-            StepInfo(reward=reward, terminated=success, truncated=truncated, metrics=metrics, info=info),
-        )
+        return self._binary_step(obs, success, truncated, metrics, info)
 
     def oracle_response(self) -> str | None:
         """The next moves of a shortest solution, or None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         return format_moves(self._plan())
 
     def oracle_rationale(self) -> str | None:
         """Where the red car is, what blocks it, and the next moves of a shortest solution, or None."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         return rationale.explain(ep.layout, ep.position, self._remaining(), self._plan())
 
@@ -143,15 +138,13 @@ class RushHourEnv(EpisodicEnv[RushHourConfig, _Episode]):
     # ----- helpers -----
 
     def _remaining(self) -> int:
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         return ep.distance[ep.layout.pack(ep.position)]
 
     def _plan(self) -> list[Move]:
         """The next moves (up to ``max_actions_per_turn``) of a shortest solution: each goes to a neighbour
         one move nearer to solved (the first such, in the board's move order)."""
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         state, moves = ep.layout.pack(ep.position), []
         while ep.distance[state] and len(moves) < self.config.max_actions_per_turn:
             nearer = next(s for s in ep.layout.neighbours(state) if ep.distance[s] == ep.distance[state] - 1)
@@ -160,8 +153,7 @@ class RushHourEnv(EpisodicEnv[RushHourConfig, _Episode]):
         return moves
 
     def _observation(self, header: str) -> Observation:
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         pieces: list[str | Image.Image] = [header + "\n"]
         if cfg.shows_image:
             pieces += [board_image(ep.layout, ep.position, cfg.cell_size), "\n"]

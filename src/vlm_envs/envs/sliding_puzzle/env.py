@@ -110,24 +110,19 @@ class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
             metrics.update(success=success, optimal_moves=ep.optimal_moves)
         obs = self._observation(self._feedback(parsed.error, played, blocked, success, truncated))
         info = {"board": list(ep.board), "played": [MOVE_NAMES[m] for m in played], "error": parsed.error}
-        reward = 1.0 if success else 0.0
-        return (
-            obs,
-            ep.done,
-            StepInfo(reward=reward, terminated=success, truncated=truncated, metrics=metrics, info=info),
-        )
+        return self._binary_step(obs, success, truncated, metrics, info)
 
     def oracle_response(self) -> str | None:
         """The next moves of the plan (shortest where ``optimal_exact``), or None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         return format_moves(self._plan()[0][: self.config.max_actions_per_turn])
 
     def oracle_rationale(self) -> str | None:
         """Where the gap is, how long the plan is and which tiles it slides next, or None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         moves, exact = self._plan()
         return rationale.explain(ep.board, ep.n, moves, exact, self.config.max_actions_per_turn)
@@ -147,8 +142,7 @@ class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
     def _plan(self) -> Plan:
         """A solution from the board now: the solver's (shortest within its budget, else a weighted
         search's), else the way back along the moves played and the scramble."""
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         plan = ep.plans.get(ep.board)
         if plan is None:
             found = solve(ep.board, ep.n)
@@ -162,15 +156,13 @@ class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
 
     def _remember_suffix(self, before: Board, played: list[int]) -> None:
         """Following a known plan leaves its rest a plan (shortest if it was): keep it for :meth:`_plan`."""
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         known = ep.plans.get(before)
         if known is not None and tuple(played) == known[0][: len(played)]:
             ep.plans.setdefault(ep.board, (known[0][len(played) :], known[1]))
 
     def _observation(self, header: str) -> Observation:
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         pieces: list[str | Image.Image] = [header + "\n"]
         if cfg.shows_image:
             pieces += [board_image(ep.board, ep.n, cfg.cell_size), "\n"]

@@ -107,17 +107,7 @@ class TowerOfHanoiEnv(EpisodicEnv[TowerOfHanoiConfig, _Episode]):
             "error": parsed.error or illegal,
             "pegs": stacks(ep.pegs),
         }
-        return (
-            obs,
-            ep.done,
-            StepInfo(
-                reward=1.0 if success else 0.0,
-                terminated=success,
-                truncated=truncated,
-                metrics=metrics,
-                info=info,
-            ),
-        )
+        return self._binary_step(obs, success, truncated, metrics, info)
 
     def oracle_response(self) -> str | None:
         """The next moves of a shortest solution, or None when done."""
@@ -142,15 +132,14 @@ class TowerOfHanoiEnv(EpisodicEnv[TowerOfHanoiConfig, _Episode]):
 
     def _plan(self) -> tuple[list[Move], list[Move]] | None:
         """A shortest solution from here and its moves made this turn; None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         solution = shortest_moves(ep.pegs, ep.goal)
         return solution, solution[: self.config.max_moves_per_turn]
 
     def _observation(self, header: str) -> Observation:
-        ep, cfg = self._ep, self.config
-        assert ep is not None
+        ep, cfg = self._episode(), self.config
         pieces: list[str | Image.Image] = [header + "\n"]
         if cfg.shows_image:
             pieces += [pegs_image(ep.pegs, ep.goal, cfg.image_width), "\n"]
@@ -161,8 +150,7 @@ class TowerOfHanoiEnv(EpisodicEnv[TowerOfHanoiConfig, _Episode]):
 
     def _instructions(self) -> str:
         cfg = self.config
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         lines = [
             f"Tower of Hanoi with {cfg.disks} disks on three pegs A, B and C. Move every disk onto peg "
             f"{PEG_NAMES[ep.goal]}.",
@@ -179,8 +167,7 @@ class TowerOfHanoiEnv(EpisodicEnv[TowerOfHanoiConfig, _Episode]):
         return "\n".join(lines)
 
     def _feedback(self, error: str | None, made: list[Move], illegal: str | None) -> str:
-        ep = self._ep
-        assert ep is not None
+        ep = self._episode()
         if error is not None:
             text = f"Invalid answer: {error}. No disk was moved this turn."
         else:

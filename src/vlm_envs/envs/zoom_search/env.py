@@ -242,8 +242,8 @@ class ZoomSearchEnv(EpisodicEnv[ZoomSearchConfig, _Episode]):
 
     def oracle_response(self) -> str | None:
         """The reference player: zooms on the target's box, reads the code, answers."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         if ep.zooms_done == 0 and self.config.max_zooms > 0 and self.config.max_turns > 1:
             return f"Let me zoom in. {self.zoom_call(self._oracle_box())}"
@@ -251,8 +251,8 @@ class ZoomSearchEnv(EpisodicEnv[ZoomSearchConfig, _Episode]):
 
     def oracle_rationale(self) -> str | None:
         """Where the target is and why zoom there, or what the zoom showed; None when done."""
-        ep = self._ep
-        if ep is None or ep.done:
+        ep = self._unfinished()
+        if ep is None:
             return None
         if ep.zooms_done == 0 and self.config.max_zooms > 0 and self.config.max_turns > 1:
             return rationale.explain_zoom(ep.scene.target_object, self._oracle_box(), self._frame()[0])
