@@ -1,9 +1,12 @@
 """Write the pictures of README.md and docs/envs.md under docs/: each env's first observation (its
-images side by side) and ZoomSearch's oracle zoom. Run from the repository root:
-``.venv/bin/python docs/make_pictures.py``."""
+images side by side), ZoomSearch's oracle zoom and the images of every turn of an ImageProbe episode.
+Run from the repository root: ``.venv/bin/python docs/make_pictures.py [NAME.png ...]`` (the names
+given, else all)."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,15 +53,45 @@ def save(image: Image.Image, name: str) -> None:
     print(f"{DOCS / name}  {(DOCS / name).stat().st_size // 1024} KB")
 
 
-def main() -> None:
-    for name, (env_name, config, seed, options) in FIRST_OBSERVATIONS.items():
-        obs, _ = build_env(env_name, **config).reset(seed=seed, options=options)
-        save(side_by_side(obs.images), name)
+def zoom_search_zoom() -> Image.Image:
+    """The image ZoomSearch's oracle zoom answers with."""
     zoom = build_env("zoom_search")
     zoom.reset(seed=0)
     crop, _, _ = zoom.step(zoom.oracle_response())
-    save(crop.images[0], "zoom_search_zoom.png")
+    return crop.images[0]
+
+
+def image_probe_turns() -> Image.Image:
+    """The image of every turn of one ImageProbe episode (hard preset, oracle play), side by side."""
+    env = build_env("image_probe", difficulty="hard", image_size=96)
+    obs, _ = env.reset(seed=2)
+    images, done = list(obs.images), False
+    while not done:
+        obs, done, _ = env.step(env.oracle_response())
+        images += obs.images
+    return side_by_side(images)
+
+
+#: file -> what draws it, for the pictures that are not a first observation
+OTHER_PICTURES: dict[str, Callable[[], Image.Image]] = {
+    "zoom_search_zoom.png": zoom_search_zoom,
+    "image_probe.png": image_probe_turns,
+}
+
+
+def main(names: list[str]) -> None:
+    """Write the pictures named (all when ``names`` is empty)."""
+    unknown = set(names) - set(FIRST_OBSERVATIONS) - set(OTHER_PICTURES)
+    if unknown:
+        raise SystemExit(f"no picture named {', '.join(sorted(unknown))}")
+    for name, (env_name, config, seed, options) in FIRST_OBSERVATIONS.items():
+        if not names or name in names:
+            obs, _ = build_env(env_name, **config).reset(seed=seed, options=options)
+            save(side_by_side(obs.images), name)
+    for name, draw in OTHER_PICTURES.items():
+        if not names or name in names:
+            save(draw(), name)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
