@@ -78,10 +78,11 @@ def save_tiny_processor(
 ) -> Path:
     """Save :func:`build_tiny_processor` to folder ``path`` for ``vlm-envs eval --tokenizer DIR``.
 
-    ``processor.save_pretrained`` fails without a video processor, so the parts are saved one by one:
-    the tokenizer (with its chat template), the image processor and a ``processor_config.json`` naming
-    the processor class. :func:`vlm_envs.eval.processors.load_processor` loads the folder offline,
-    without torchvision, as the same processor. Returns the folder.
+    The parts are saved one by one, in the layout of the hub's Qwen-VL folders (``save_pretrained``
+    nests the image processor in ``processor_config.json`` instead): the tokenizer (with its chat
+    template), the image processor and a ``processor_config.json`` naming the processor class.
+    :func:`vlm_envs.eval.processors.load_processor` loads the folder offline, without torchvision, as
+    the same processor. Returns the folder.
     """
     processor = build_tiny_processor(family, min_pixels, max_pixels)
     folder = Path(path)
