@@ -24,7 +24,7 @@ from __future__ import annotations
 import secrets
 import types
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
 
@@ -132,6 +132,28 @@ class EnvConfig(BaseModel):
             return data
         tuples = {name for name, field in cls.model_fields.items() if _is_tuple(field.annotation)}
         return {key: _as_tuple(plain(v)) if key in tuples else plain(v) for key, v in data.items()}
+
+
+#: How a board env shows its board: an image, a text grid, or both.
+RenderMode = Literal["vision", "text", "vision+text"]
+
+
+class RenderedConfig(EnvConfig):
+    """The config of an env that shows its board as its ``render_mode`` field says (each such config
+    declares the field itself, ``render_mode: RenderMode = "vision"``, where it belongs among its own)."""
+
+    if TYPE_CHECKING:
+        render_mode: RenderMode
+
+    @property
+    def shows_image(self) -> bool:
+        """Whether observations carry the board's image."""
+        return self.render_mode != "text"
+
+    @property
+    def shows_text(self) -> bool:
+        """Whether observations carry the board as text."""
+        return self.render_mode != "vision"
 
 
 def preset_of(presets: Mapping[str, Mapping[str, Any]], level: Any, owner: str) -> dict[str, Any]:

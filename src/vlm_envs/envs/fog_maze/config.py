@@ -6,12 +6,16 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, EpisodeActions, TurnCap
+from vlm_envs.envs.config import (
+    ActionsPerTurn,
+    EpisodeActions,
+    RenderedConfig,
+    RenderMode,
+    TurnCap,
+)
 
-RenderMode = Literal["vision", "text", "vision+text"]
 
-
-class FogMazeConfig(EnvConfig):
+class FogMazeConfig(RenderedConfig):
     """Everything that defines a FogMaze episode besides the seed."""
 
     #: ``difficulty``: the maze, how far the goal is, how much the fog hides, the move budget (medium: the
@@ -69,11 +73,3 @@ class FogMazeConfig(EnvConfig):
         """The turn cap: ``max_turns``, else ``max_moves``. A turn that plays uses an action, so only replies
         that play none (malformed ones) reach it before the actions run out: it ends a stream of them."""
         return self.max_turns if self.max_turns is not None else self.max_moves
-
-    @property
-    def shows_image(self) -> bool:
-        return self.render_mode != "text"
-
-    @property
-    def shows_text(self) -> bool:
-        return self.render_mode != "vision"

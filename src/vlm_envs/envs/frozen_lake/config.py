@@ -6,12 +6,17 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from vlm_envs.envs.config import MAX_IMAGE_SIDE, ActionsPerTurn, EnvConfig, EpisodeActions, TurnCap
+from vlm_envs.envs.config import (
+    MAX_IMAGE_SIDE,
+    ActionsPerTurn,
+    EpisodeActions,
+    RenderedConfig,
+    RenderMode,
+    TurnCap,
+)
 
-RenderMode = Literal["vision", "text", "vision+text"]
 
-
-class FrozenLakeConfig(EnvConfig):
+class FrozenLakeConfig(RenderedConfig):
     """Everything that defines a FrozenLake episode besides the seed.
 
     The defaults are VAGEN's FrozenLake (a random 4x4 lake, 80% frozen, start and goal anywhere, not
@@ -69,11 +74,3 @@ class FrozenLakeConfig(EnvConfig):
     def turn_limit(self) -> int:
         """The turn cap: ``max_turns``, else ``max_moves`` (a stream of malformed replies ends too)."""
         return self.max_turns if self.max_turns is not None else self.max_moves
-
-    @property
-    def shows_image(self) -> bool:
-        return self.render_mode != "text"
-
-    @property
-    def shows_text(self) -> bool:
-        return self.render_mode != "vision"

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field
 
-from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap, location
-
-RenderMode = Literal["vision", "text", "vision+text"]
+from vlm_envs.envs.config import ActionsPerTurn, RenderedConfig, RenderMode, TurnCap, location
 
 
-class JigsawConfig(EnvConfig):
+class JigsawConfig(RenderedConfig):
     """Everything that defines a Jigsaw episode besides the seed."""
 
     #: ``difficulty``: tiles per side, position numbers on the picture, turns (medium: the defaults).
@@ -33,11 +31,3 @@ class JigsawConfig(EnvConfig):
     max_turns: TurnCap = 8
     #: Side of the (square) picture in pixels.
     image_size: int = Field(336, ge=64, le=1024)
-
-    @property
-    def shows_image(self) -> bool:
-        return self.render_mode != "text"
-
-    @property
-    def shows_text(self) -> bool:
-        return self.render_mode != "vision"

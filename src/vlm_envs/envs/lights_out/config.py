@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap
-
-RenderMode = Literal["vision", "text", "vision+text"]
+from vlm_envs.envs.config import ActionsPerTurn, RenderedConfig, RenderMode, TurnCap
 
 
-class LightsOutConfig(EnvConfig):
+class LightsOutConfig(RenderedConfig):
     """Everything that defines a Lights Out episode besides the seed."""
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
@@ -36,11 +34,3 @@ class LightsOutConfig(EnvConfig):
         if self.scramble_presses > self.n * self.n:
             raise ValueError(f"scramble_presses {self.scramble_presses} exceeds the {self.n * self.n} lights")
         return self
-
-    @property
-    def shows_image(self) -> bool:
-        return self.render_mode != "text"
-
-    @property
-    def shows_text(self) -> bool:
-        return self.render_mode != "vision"

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap
+from vlm_envs.envs.config import ActionsPerTurn, RenderedConfig, RenderMode, TurnCap
 
-RenderMode = Literal["vision", "text", "vision+text"]
 #: The densest field allowed: past a quarter of the cells, fields need many hints to avoid guessing.
 MAX_DENSITY = 0.25
 
 
-class MinesweeperConfig(EnvConfig):
+class MinesweeperConfig(RenderedConfig):
     """Everything that defines a Minesweeper episode besides the seed."""
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
@@ -41,11 +40,3 @@ class MinesweeperConfig(EnvConfig):
         if self.mines > most:
             raise ValueError(f"{self.mines} mines on {rows}x{cols} is too dense: at most {most} (a quarter)")
         return self
-
-    @property
-    def shows_image(self) -> bool:
-        return self.render_mode != "text"
-
-    @property
-    def shows_text(self) -> bool:
-        return self.render_mode != "vision"

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap
-
-RenderMode = Literal["vision", "text", "vision+text"]
+from vlm_envs.envs.config import ActionsPerTurn, RenderedConfig, RenderMode, TurnCap
 
 
-class RushHourConfig(EnvConfig):
+class RushHourConfig(RenderedConfig):
     """Everything that defines a Rush Hour episode besides the seed."""
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
@@ -42,11 +40,3 @@ class RushHourConfig(EnvConfig):
         if self.min_moves > self.max_moves:
             raise ValueError(f"min_moves {self.min_moves} exceeds max_moves {self.max_moves}")
         return self
-
-    @property
-    def shows_image(self) -> bool:
-        return self.render_mode != "text"
-
-    @property
-    def shows_text(self) -> bool:
-        return self.render_mode != "vision"

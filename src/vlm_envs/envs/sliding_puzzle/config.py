@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import Field
 
-from vlm_envs.envs.config import ActionsPerTurn, EnvConfig, TurnCap
-
-RenderMode = Literal["vision", "text", "vision+text"]
+from vlm_envs.envs.config import ActionsPerTurn, RenderedConfig, RenderMode, TurnCap
 
 
-class SlidingPuzzleConfig(EnvConfig):
+class SlidingPuzzleConfig(RenderedConfig):
     """Everything that defines a SlidingPuzzle episode besides the seed."""
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
@@ -30,11 +28,3 @@ class SlidingPuzzleConfig(EnvConfig):
     max_turns: TurnCap = 12
     #: Side of a tile in pixels.
     cell_size: int = Field(56, ge=16, le=256)
-
-    @property
-    def shows_image(self) -> bool:
-        return self.render_mode != "text"
-
-    @property
-    def shows_text(self) -> bool:
-        return self.render_mode != "vision"

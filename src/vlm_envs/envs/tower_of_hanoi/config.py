@@ -7,12 +7,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from vlm_envs.envs.config import MAX_TURNS, ActionsPerTurn, EnvConfig, TurnCap
-
-RenderMode = Literal["vision", "text", "vision+text"]
+from vlm_envs.envs.config import MAX_TURNS, ActionsPerTurn, RenderedConfig, RenderMode, TurnCap
 
 
-class TowerOfHanoiConfig(EnvConfig):
+class TowerOfHanoiConfig(RenderedConfig):
     """Everything that defines a Tower of Hanoi episode besides the seed."""
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {
@@ -45,11 +43,3 @@ class TowerOfHanoiConfig(EnvConfig):
         if self.max_turns is not None:
             return self.max_turns
         return min(MAX_TURNS, 2 * math.ceil((2**self.disks - 1) / self.max_moves_per_turn))
-
-    @property
-    def shows_image(self) -> bool:
-        return self.render_mode != "text"
-
-    @property
-    def shows_text(self) -> bool:
-        return self.render_mode != "vision"
