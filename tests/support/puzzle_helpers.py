@@ -48,6 +48,14 @@ def digest_in_subprocess(target: str, config: dict, seed: int) -> str:
     return out.stdout.strip()
 
 
+def assert_seed_exact(target: str, config: dict, seed: int) -> None:
+    """The oracle's episode of ``seed`` is the same twice in this process and in a fresh one, and differs
+    from the next seed's."""
+    env = build_env(target, **config)
+    assert episode_digest(env, seed) == episode_digest(env, seed) != episode_digest(env, seed + 1)
+    assert digest_in_subprocess(target, config, seed) == episode_digest(env, seed)
+
+
 def play(env: Env, seed: int, policy: str) -> dict:
     """One episode by the oracle or the random policy; the final step's metrics and the step count."""
     env.reset(seed=seed)
