@@ -56,6 +56,17 @@ def assert_seed_exact(target: str, config: dict, seed: int) -> None:
     assert digest_in_subprocess(target, config, seed) == episode_digest(env, seed)
 
 
+def assert_malformed_replies_end_at_the_cap(target: str, cap: int) -> None:
+    """An episode of ``max_turns=cap`` given only malformed replies answers each one as invalid and ends at
+    the cap, truncated and lost."""
+    env = build_env(target, max_turns=cap)
+    env.reset(seed=0)
+    for turn in range(cap):
+        obs, done, info = env.step("no answer")
+        assert "Invalid answer" in obs.text and done == (turn == cap - 1)
+    assert info.truncated and info.metrics["success"] is False
+
+
 def play(env: Env, seed: int, policy: str) -> dict:
     """One episode by the oracle or the random policy; the final step's metrics and the step count."""
     env.reset(seed=seed)
