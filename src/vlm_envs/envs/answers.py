@@ -14,6 +14,10 @@ MAX_ANSWER_CHARS = 2000
 _OPEN = re.compile(r"<\s*answer\s*>", re.IGNORECASE)
 _CLOSE = re.compile(r"<\s*/\s*answer\s*>", re.IGNORECASE)
 _UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")
+#: What separates the tokens of an answer: commas, semicolons and whitespace.
+_SEPARATORS = re.compile(r"[,;\s]+")
+#: Quotes, full stops and brackets a model may wrap a token in (stripped from each token).
+TOKEN_WRAPPING = "\"'`.()[]{}"
 
 
 class AnswerBlock(NamedTuple):
@@ -42,6 +46,12 @@ def answer_block(text: str, max_chars: int = MAX_ANSWER_CHARS) -> AnswerBlock:
     if not content:
         return AnswerBlock("", "the answer is empty")
     return AnswerBlock(content, None)
+
+
+def answer_tokens(content: str) -> list[str]:
+    """The tokens of an answer's content: split at commas, semicolons and whitespace, each stripped of
+    :data:`TOKEN_WRAPPING`, empty ones dropped."""
+    return [t for t in (t.strip(TOKEN_WRAPPING) for t in _SEPARATORS.split(content)) if t]
 
 
 def shown(token: str, limit: int = 20) -> str:

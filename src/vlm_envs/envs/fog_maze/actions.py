@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Literal, NamedTuple
 
-from vlm_envs.envs.answers import answer_block, shown
+from vlm_envs.envs.answers import answer_block, answer_tokens, shown
 
 View = Literal["local", "first_person"]
 
@@ -25,8 +25,6 @@ _WORDS: dict[str, dict[str, int]] = {
     "first_person": {"forward": 0, "f": 0, "turnleft": 1, "tl": 1, "turnright": 2, "tr": 2},
 }
 _TURN = re.compile(r"turn[\s_-]+(?=left|right)", re.IGNORECASE)
-_SEPARATORS = re.compile(r"[,;\s]+")
-_STRIP = "\"'`.()[]{}"
 
 
 class ParsedActions(NamedTuple):
@@ -41,8 +39,7 @@ def parse_actions(text: str, view: View, max_actions: int) -> ParsedActions:
     block = answer_block(text)
     if block.error is not None:
         return ParsedActions((), block.error)
-    tokens = [t.strip(_STRIP) for t in _SEPARATORS.split(_TURN.sub("turn", block.content))]
-    tokens = [t for t in tokens if t]
+    tokens = answer_tokens(_TURN.sub("turn", block.content))
     if not tokens:
         return ParsedActions((), "the answer holds no actions")
     words = _WORDS[view]

@@ -3,18 +3,15 @@
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
-from vlm_envs.envs.answers import answer_block, shown
+from vlm_envs.envs.answers import answer_block, answer_tokens, shown
 
 #: Action names in gymnasium's order (the index is the action).
 ACTION_NAMES = ("Left", "Down", "Right", "Up")
 _WORDS = {name.lower(): i for i, name in enumerate(ACTION_NAMES)} | {
     name[0].lower(): i for i, name in enumerate(ACTION_NAMES)
 }
-_SEPARATORS = re.compile(r"[,;\s]+")
-_STRIP = "\"'`.()[]{}"
 
 
 class ParsedActions(NamedTuple):
@@ -29,7 +26,7 @@ def parse_actions(text: str, max_actions: int) -> ParsedActions:
     block = answer_block(text)
     if block.error is not None:
         return ParsedActions((), block.error)
-    tokens = [t for t in (t.strip(_STRIP) for t in _SEPARATORS.split(block.content)) if t]
+    tokens = answer_tokens(block.content)
     if not tokens:
         return ParsedActions((), "the answer holds no actions")
     if len(tokens) > max_actions:

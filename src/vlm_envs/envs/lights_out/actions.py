@@ -7,11 +7,9 @@ import re
 import string
 from typing import NamedTuple
 
-from vlm_envs.envs.answers import answer_block, shown
+from vlm_envs.envs.answers import answer_block, answer_tokens, shown
 
-_SEPARATORS = re.compile(r"[,;\s]+")
 _CELL = re.compile(r"([A-Za-z])(\d{1,2})")
-_STRIP = "\"'`.()[]{}"
 
 
 def cell_name(n: int, cell: int) -> str:
@@ -32,7 +30,7 @@ def parse_presses(text: str, n: int, max_presses: int) -> ParsedPresses:
     block = answer_block(text)
     if block.error is not None:
         return ParsedPresses((), block.error)
-    tokens = [t for t in (t.strip(_STRIP) for t in _SEPARATORS.split(block.content)) if t]
+    tokens = answer_tokens(block.content)
     if not tokens:
         return ParsedPresses((), "the answer names no light")
     if len(tokens) > max_presses:

@@ -5,12 +5,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from vlm_envs.envs.answers import answer_block, shown
+from vlm_envs.envs.answers import TOKEN_WRAPPING, answer_block, answer_tokens, shown
 
-_SEPARATORS = re.compile(r"[,;\s]+")
 _TURN = re.compile(r"[xyz][+-]")
 _MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})
-_STRIP = "\"'`.()[]{}"
 MIRROR_WORDS = ("same", "mirror")
 
 
@@ -26,8 +24,7 @@ def parse_turns(text: str, max_turns: int) -> ParsedTurns:
     block = answer_block(text)
     if block.error is not None:
         return ParsedTurns((), block.error)
-    tokens = [t.strip(_STRIP).lower() for t in _SEPARATORS.split(block.content.translate(_MINUS))]
-    tokens = [t for t in tokens if t]
+    tokens = [t.lower() for t in answer_tokens(block.content.translate(_MINUS))]
     for token in tokens:
         if not _TURN.fullmatch(token):
             return ParsedTurns((), f"{shown(token)!r} is not a turn (use x+, x-, y+, y-, z+ or z-)")
@@ -43,7 +40,7 @@ def parse_word(text: str) -> tuple[str | None, str | None]:
     block = answer_block(text)
     if block.error is not None:
         return None, block.error
-    word = block.content.strip(_STRIP + " ").lower()
+    word = block.content.strip(TOKEN_WRAPPING + " ").lower()
     if word not in MIRROR_WORDS:
         return None, f"{shown(word)!r} is neither 'same' nor 'mirror'"
     return word, None

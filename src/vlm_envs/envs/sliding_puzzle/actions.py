@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from vlm_envs.envs.answers import answer_block, shown
+from vlm_envs.envs.answers import answer_block, answer_tokens, shown
 from vlm_envs.envs.sliding_puzzle.board import MOVE_NAMES
 
 _WORDS = {name.lower(): i for i, name in enumerate(MOVE_NAMES)} | {
     name[0].lower(): i for i, name in enumerate(MOVE_NAMES)
 }
-_SEPARATORS = re.compile(r"[,;\s]+")
-_STRIP = "\"'`.()[]{}"
 
 
 class ParsedMoves(NamedTuple):
@@ -29,9 +26,8 @@ def parse_moves(text: str, max_moves: int) -> ParsedMoves:
     block = answer_block(text)
     if block.error is not None:
         return ParsedMoves((), block.error)
-    tokens = [t.strip(_STRIP) for t in _SEPARATORS.split(block.content)]
     moves = []
-    for token in filter(None, tokens):
+    for token in answer_tokens(block.content):
         move = _WORDS.get(token.lower())
         if move is None:
             return ParsedMoves((), f"{shown(token)!r} is not a move (use Up, Down, Left or Right)")
