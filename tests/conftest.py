@@ -29,6 +29,18 @@ CONTRACT_LOG_ENV = "VLM_ENVS_CONTRACT_LOG"  # vlm_envs.rollout.contract.LOG_ENV 
 os.environ[CONTRACT_LOG_ENV] = str(CONTRACT_LOG)
 
 
+@pytest.fixture
+def one_torch_thread() -> Iterator[None]:
+    """torch on one thread for the test (a tiny model runs faster on one thread than on two shared cores);
+    a module asks for it with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(autouse=True)
 def sample_contract() -> Iterator[None]:
     """Fails the test if any trajectory or Sample it produced broke the Sample contract."""

@@ -27,12 +27,7 @@ from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 TURNS = 3
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def probe_episode(processor: Any) -> Any:

@@ -14,7 +14,6 @@ import pytest
 pytest.importorskip("trl")
 
 import datasets
-import torch
 from trl import GRPOConfig, GRPOTrainer
 from trl.chat_template_utils import qwen2_5_vl_chat_template, qwen3_vl_chat_template
 
@@ -35,12 +34,7 @@ from serve_support import ServerThread
 QUESTIONS = 3
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def qwen3_vl() -> Any:

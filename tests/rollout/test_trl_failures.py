@@ -13,7 +13,6 @@ import pytest
 pytest.importorskip("trl")
 
 import datasets
-import torch
 import trl_helpers
 
 from vlm_envs import registry
@@ -23,13 +22,7 @@ from vlm_envs.rollout.trl.rollout import EpisodeRow
 from vlm_envs.rollout.trl.trainer import TRL_LOGGER, DatasetError, EpisodesFailedError
 from vlm_envs.testing.env_faults import reward_faults
 
-
-@pytest.fixture(autouse=True)
-def one_thread() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture

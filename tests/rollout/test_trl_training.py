@@ -28,12 +28,7 @@ from vlm_envs.rollout.trl.trainer import ROWS_KEY
 TURN_TOKENS, MAX_TURNS = 12, 3
 
 
-@pytest.fixture(autouse=True)
-def one_thread() -> Any:
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a tiny model runs faster on one thread than on two shared cores
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def seen_rewards(
