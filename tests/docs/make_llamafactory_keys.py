@@ -22,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from class_fields import class_fields
+
 TRAIN_CLASSES = (
     "ModelArguments",
     "DataArguments",
@@ -51,26 +53,7 @@ def _files(repo: Path, folder: str) -> list[str]:
 
 def fields(repo: Path) -> set[str]:
     """Every field of :data:`TRAIN_CLASSES` and of their bases defined in ``hparams``."""
-    classes: dict[str, tuple[list[str], list[str]]] = {}  # name -> (bases, fields)
-    for path in _files(repo, "src/llamafactory/hparams"):
-        for node in ast.walk(ast.parse(_read(repo, path))):
-            if isinstance(node, ast.ClassDef):
-                bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
-                names = [
-                    s.target.id
-                    for s in node.body
-                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-                ]
-                classes[node.name] = (bases, names)
-    found: set[str] = set()
-    todo = list(TRAIN_CLASSES)
-    while todo:
-        name = todo.pop()
-        if name in classes:
-            bases, names = classes[name]
-            found.update(names)
-            todo.extend(bases)
-    return found
+    return class_fields((_read(repo, p) for p in _files(repo, "src/llamafactory/hparams")), TRAIN_CLASSES)
 
 
 def templates(repo: Path) -> set[str]:

@@ -15,10 +15,11 @@ installed transformers. Regenerate::
 
 from __future__ import annotations
 
-import ast
 import sys
 import zipfile
 from pathlib import Path
+
+from class_fields import class_fields
 
 ROOT_CLASS = "SftArguments"
 
@@ -34,26 +35,7 @@ def _sources(wheel: zipfile.ZipFile) -> list[str]:
 
 def fields(wheel: zipfile.ZipFile) -> set[str]:
     """Every field of ``SftArguments`` and of its bases defined in the files read."""
-    classes: dict[str, tuple[list[str], list[str]]] = {}  # name -> (bases, fields)
-    for source in _sources(wheel):
-        for node in ast.walk(ast.parse(source)):
-            if isinstance(node, ast.ClassDef):
-                bases = [b.id for b in node.bases if isinstance(b, ast.Name)]
-                names = [
-                    s.target.id
-                    for s in node.body
-                    if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
-                ]
-                classes[node.name] = (bases, names)
-    found: set[str] = set()
-    todo = [ROOT_CLASS]
-    while todo:
-        name = todo.pop()
-        if name in classes:
-            bases, names = classes[name]
-            found.update(names)
-            todo.extend(bases)
-    return found
+    return class_fields(_sources(wheel), [ROOT_CLASS])
 
 
 def main() -> None:
