@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("trl")
 
 import datasets
-from trl import GRPOConfig, GRPOTrainer
+import trl_helpers
+from trl import GRPOTrainer
 from trl.chat_template_utils import qwen2_5_vl_chat_template, qwen3_vl_chat_template
 
 from vlm_envs import list_envs
@@ -72,21 +73,11 @@ def test_stock_grpo_trainer_trains_on_every_turns_image(route: str, request: Any
     data = datasets.Dataset.from_list(
         [{"prompt": [{"role": "user", "content": "Play."}], "seed": seed} for seed in range(2)]
     )
-    args = GRPOConfig(
-        output_dir=str(tmp_path / "grpo"),
-        use_cpu=True,
-        bf16=False,
-        per_device_train_batch_size=4,
-        num_generations=2,
+    args = trl_helpers.config(
+        tmp_path,
         max_completion_length=1000,
         max_tool_calling_iterations=QUESTIONS - 1,  # the turns after the first: one image each
         generation_kwargs={"sequence_bias": biased_toward(processor, tool_call("A"))},
-        max_steps=2,
-        learning_rate=1e-2,
-        report_to=[],
-        save_strategy="no",
-        logging_steps=1,
-        seed=0,
     )
     factory = environment_factory("image_probe", processor, url=url, questions=QUESTIONS)
     trainer = GRPOTrainer(
