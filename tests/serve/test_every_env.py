@@ -11,9 +11,10 @@ import pytest
 import requests
 
 from vlm_envs import build_env, list_envs
+from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Observation, StepInfo
 from vlm_envs.remote import RemoteEnv
-from vlm_envs.serve.wire import json_safe, png_bytes
+from vlm_envs.serve.wire import png_bytes
 
 SEED = 11
 TURNS = 4

@@ -10,7 +10,7 @@ from typing import Any
 
 from vlm_envs.eval.config_errors import config_error_text
 from vlm_envs.eval.policies import PolicyOptions
-from vlm_envs.eval.records import json_safe
+from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Env
 from vlm_envs.registry import EnvLoadError, UnknownEnvError, build_env
 

@@ -13,6 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Observation
 
 FRAMES_DIR = "frames"
@@ -73,23 +74,6 @@ class EpisodeResult:
         """The env's ``success`` metric where it reports one, else a positive episode reward."""
         final = self.final_metrics
         return bool(final["success"]) if "success" in final else self.reward > 0
-
-
-def json_safe(value: Any, depth: int = 0) -> Any:
-    """``value`` as plain JSON data: non-finite floats become ``None``, unknown objects their ``str``."""
-    if depth > 20:
-        return str(value)
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(k): json_safe(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [json_safe(v, depth + 1) for v in value]
-    if hasattr(value, "tolist"):  # numpy arrays and scalars
-        return json_safe(value.tolist(), depth + 1)
-    return str(value)
 
 
 def frame_path(episode: int, turn: int, image: int) -> str:

@@ -26,9 +26,10 @@ from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock
 from vlm_envs.eval.policies import Policy, PolicyError
 from vlm_envs.eval.policy_kinds import build_policy, canonical_policy
 from vlm_envs.eval.progress import Progress
-from vlm_envs.eval.records import json_safe, write_frames
+from vlm_envs.eval.records import write_frames
 from vlm_envs.eval.summary import summarize
 from vlm_envs.files import OutputError, write_atomic
+from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import SEED_LIMIT
 from vlm_envs.registry import EnvLoadError, UnknownEnvError
 

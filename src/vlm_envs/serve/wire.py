@@ -32,13 +32,13 @@ from __future__ import annotations
 import base64
 import io
 import json
-import math
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
+from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Observation, StepInfo
 
 #: The OpenEnv release whose wire format this module speaks.
@@ -117,23 +117,6 @@ class State(BaseModel):
     done: bool = False
     episode_reward: float | None = None
     oracle_response: str | None = None
-
-
-def json_safe(value: Any, depth: int = 0) -> Any:
-    """``value`` as plain JSON data: non-finite floats become ``None``, unknown objects their ``str``."""
-    if depth > 20:
-        return str(value)
-    if value is None or isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [json_safe(v, depth + 1) for v in value]
-    if hasattr(value, "tolist"):  # numpy arrays and scalars
-        return json_safe(value.tolist(), depth + 1)
-    return str(value)
 
 
 def png_bytes(image: Image.Image) -> bytes:

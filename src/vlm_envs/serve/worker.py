@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from multiprocessing.connection import Connection
 from typing import Any
 
+from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import EpisodeFinishedError, check_seed
 from vlm_envs.registry import build_env
-from vlm_envs.serve.wire import State, json_safe, one_line, reply_body
+from vlm_envs.serve.wire import State, one_line, reply_body
 
 #: Added to a worker's niceness: the server's loop (every session's I/O) gets a core first.
 WORKER_NICENESS = 5
