@@ -11,10 +11,10 @@ import pytest
 import requests
 
 from vlm_envs import build_env, list_envs
+from vlm_envs.imaging import lossless_png
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Observation, StepInfo
 from vlm_envs.remote import RemoteEnv
-from vlm_envs.serve.wire import png_bytes
 
 SEED = 11
 TURNS = 4
@@ -53,14 +53,14 @@ def play_in_process(name: str) -> tuple[list[str], list[dict], list[list[bytes]]
     the reset info."""
     env = build_env(name)
     obs, reset_info = env.reset(SEED)
-    turns, pngs, replies = [view(obs)], [[png_bytes(i) for i in obs.images]], []
+    turns, pngs, replies = [view(obs)], [[lossless_png(i) for i in obs.images]], []
     rng = random.Random(SEED)
     for _ in range(TURNS):
         reply = env.oracle_response() or env.random_response(rng)
         obs, done, info = env.step(reply)
         replies.append(reply)
         turns.append({**view(obs), **outcome(info, done, env.episode_reward())})
-        pngs.append([png_bytes(i) for i in obs.images])
+        pngs.append([lossless_png(i) for i in obs.images])
         if done:
             break
     env.close()

@@ -24,8 +24,6 @@ run needs no network beyond the model.
 
 from __future__ import annotations
 
-import base64
-import io
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -35,6 +33,7 @@ from pydantic import Field
 from verifiers.v1.harnesses.null import NullHarness
 from verifiers.v1.utils.loaders import load_environment as vf_load_environment
 
+from vlm_envs.imaging import png_data_uri
 from vlm_envs.protocol import Observation
 from vlm_envs.registry import build_env
 
@@ -150,13 +149,6 @@ def content(obs: Observation) -> list[vf.TextContentPart | vf.ImageUrlContentPar
         else:
             parts.append(vf.TextContentPart(text=part["text"]))
     return parts or [vf.TextContentPart(text="")]
-
-
-def png_data_uri(image: Any) -> str:
-    """A lossless PNG data URI of a PIL image."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
 def load_environment(env: str = "sokoban", num_examples: int | None = None, **config: Any) -> vf.Env:

@@ -38,6 +38,7 @@ from typing import Any, Literal
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
+from vlm_envs.imaging import lossless_png
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Observation, StepInfo
 
@@ -50,8 +51,6 @@ VALIDATION_ERROR = "VALIDATION_ERROR"
 EXECUTION_ERROR = "EXECUTION_ERROR"
 CAPACITY_REACHED = "CAPACITY_REACHED"
 SESSION_ERROR = "SESSION_ERROR"
-#: Image modes PNG stores as they are; any other mode is sent as RGB (or RGBA with transparency).
-PNG_MODES = frozenset({"1", "L", "LA", "I", "I;16", "P", "RGB", "RGBA"})
 
 
 class Action(BaseModel):
@@ -119,15 +118,6 @@ class State(BaseModel):
     oracle_response: str | None = None
 
 
-def png_bytes(image: Image.Image) -> bytes:
-    """``image`` as PNG bytes in its own mode (lossless); modes PNG lacks go as RGB/RGBA."""
-    if image.mode not in PNG_MODES:
-        image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
-    buf = io.BytesIO()
-    image.save(buf, format="PNG", compress_level=1)  # PNG is lossless at every level; 1 is fast
-    return buf.getvalue()
-
-
 def decode_image(data: str) -> Image.Image:
     """A wire image (base64 PNG) as a loaded PIL image."""
     image = Image.open(io.BytesIO(base64.b64decode(data, validate=True)))
@@ -139,7 +129,7 @@ def observation_fields(obs: Observation) -> dict[str, Any]:
     """``obs`` as the wire's ``observation`` object."""
     return {
         "text": obs.text,
-        "images": [base64.b64encode(png_bytes(image)).decode("ascii") for image in obs.images],
+        "images": [base64.b64encode(lossless_png(image)).decode("ascii") for image in obs.images],
         "image_slots": list(obs.image_slots),
         "role": obs.role,
         "metadata": json_safe(obs.metadata),
