@@ -62,7 +62,7 @@ def test_each_env_marks_its_location_keys_once() -> None:
 
 @pytest.mark.parametrize(("env", "config", "key"), POINTING)
 def test_a_row_setting_a_location_key_is_refused_with_the_key_named(env, config, key) -> None:
-    with pytest.raises(RowError, match=rf"env_config sets '{key}'.*rows choose episodes, not files"):
+    with pytest.raises(RowError, match=rf"env_config: config key '{key}' is refused.*rows choose episodes, not files"):
         check_row_config(env, config)
     check_row_config(env, {k: v for k, v in config.items() if k != key})  # the rest is a row's to choose
     check_row_config(env, {})

@@ -65,6 +65,51 @@ def location(default: Any = None, **kwargs: Any) -> Any:
     return Field(default, json_schema_extra={LOCATION_MARK: True}, **kwargs)
 
 
+#: Keys no client config may hold: ``build_env(sample=None, args=None, **config)`` takes them as the
+#: trainer's sample and args, never as a knob.
+TRAINER_ARGUMENTS = frozenset({"sample", "args"})
+#: How deep a client's config may nest (JSON from a client may nest thousands deep).
+MAX_CONFIG_DEPTH = 32
+
+
+class ClientConfigError(ValueError):
+    """A client's config (a dataset row's ``env_config``, a served session's ``config``) sets a key it
+    may not; the message names the key, never its value."""
+
+
+def check_client_config(target: Any, config: Mapping[str, Any]) -> None:
+    """:class:`ClientConfigError` unless a client may build the env ``target`` (an ``Env`` class, or a
+    module with ``build_env``) with ``config``. A client chooses episodes, never what the host reads
+    or where it connects: refused are the :func:`location` keys of ``target`` (files, folders, hub ids,
+    servers, tokens, deadlines), the trainer's ``sample`` and ``args``, a mapping at any depth that names
+    a ``path`` with no inline ``bytes`` (a ``datasets`` image read from disk), and nesting deeper than
+    :data:`MAX_CONFIG_DEPTH`. Nothing is opened or resolved to decide: the answer is the same whether a
+    path exists or not."""
+    if not config:
+        return
+    refused = sorted((location_keys(target) | TRAINER_ARGUMENTS) & set(config))
+    if refused:
+        raise ClientConfigError(
+            f"config key {refused[0]!r} is refused: it names a file, folder, hub id, server, token or "
+            "deadline, or the trainer's sample or args; a client's config chooses episodes, so set it "
+            "with the env where the episodes play (vlm_envs.register or an entry point)"
+        )
+    stack: list[tuple[str, Any, int]] = [(str(key), value, 1) for key, value in config.items()]
+    while stack:
+        key, value, depth = stack.pop()
+        if depth > MAX_CONFIG_DEPTH:
+            raise ClientConfigError(f"config key {key[:80]!r} nests deeper than {MAX_CONFIG_DEPTH} levels")
+        if isinstance(value, Mapping):
+            if value.get("path") and value.get("bytes") is None:
+                raise ClientConfigError(
+                    f"config key {key[:80]!r} holds an image named by its path, which is refused: a "
+                    "client's config carries images inline (bytes), never a file for the host to read"
+                )
+            stack.extend((key, item, depth + 1) for item in value.values())
+        elif isinstance(value, list | tuple):
+            stack.extend((key, item, depth + 1) for item in value)
+
+
 def location_keys(target: Any) -> frozenset[str]:
     """The config keys of an env target (an ``Env`` class, or a module with ``build_env``) that name
     files, folders or hub ids: the :func:`location` fields of its configs (an env class's

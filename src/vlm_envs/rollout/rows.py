@@ -27,7 +27,7 @@ import numbers
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from vlm_envs.envs.config import location_keys
+from vlm_envs.envs.config import ClientConfigError, check_client_config
 from vlm_envs.protocol import check_seed
 from vlm_envs.registry import get_spec, list_envs
 
@@ -123,16 +123,13 @@ def check_row_env(env: str, allowed: Collection[str] = ()) -> str:
 
 
 def check_row_config(env: str, env_config: Mapping[str, Any]) -> None:
-    """:class:`RowError` naming the first key of the row's ``env_config`` that the env ``env`` (which
-    the row may name: :func:`check_row_env`) marks as naming a file, folder or hub id. An env config
-    that sets keys loads the env's module to read its marks (it is built next anyway)."""
+    """:class:`RowError` naming the first key of the row's ``env_config`` that no client may set
+    (:func:`vlm_envs.envs.config.check_client_config`: a file, folder, hub id, server, token or deadline
+    of the env ``env``, which the row may name: :func:`check_row_env`). An env config that sets keys
+    loads the env's module to read its marks (it is built next anyway)."""
     if not env_config:
         return
-    keys = sorted(location_keys(get_spec(env).load()) & set(env_config))
-    if keys:
-        raise RowError(
-            f"the row's env_config sets {keys[0]!r}, which names a file, folder or hub id and is refused: "
-            f"rows choose episodes, not files. Configure it with the env where the episodes play, e.g. "
-            f"vlm_envs.register('my_env', {get_spec(env).target!r}, {keys[0]}=...) "
-            f"(or an entry point), and name that env in the rows"
-        )
+    try:
+        check_client_config(get_spec(env).load(), env_config)
+    except ClientConfigError as err:
+        raise RowError(f"the row's env_config: {err} (rows choose episodes, not files)") from None

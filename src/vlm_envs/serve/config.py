@@ -29,16 +29,49 @@ class ServeConfig:
     token: str | None = None
     #: The largest request body (HTTP) or message (WebSocket) taken, in bytes.
     max_body_bytes: int = 1 << 20
-    #: A call with no answer for this long kills its worker (an env that never returns).
-    call_timeout_s: float = 120.0
+    #: A session's call running longer is ended there (that session closed); its worker and the
+    #: worker's other sessions go on.
+    call_deadline_s: float = 10.0
+    #: A call with no answer for this long kills its worker (work the deadline cannot interrupt).
+    call_timeout_s: float = 30.0
     #: After SIGTERM, how long in-flight calls get to finish before the server exits anyway.
     drain_timeout_s: float = 30.0
+    #: The memory one session may hold in its worker (MiB); past it the session is closed (503).
+    session_memory_mib: int = 512
+    #: The memory one worker may hold (MiB): past it new sessions are refused (503) and allocations fail.
+    worker_memory_mib: int = 4096
+    #: Whether ``state`` answers the oracle's reply (off: the oracle is the operator's to expose).
+    oracle: bool = False
+    #: How long a new connection may take to send its request headers (seconds).
+    header_timeout_s: float = 10.0
+    #: How long an idle keep-alive HTTP connection stays open (seconds).
+    keep_alive_s: float = 5.0
+    #: Open connections at once, and from one peer address (WebSocket sessions included).
+    max_connections: int = 8192
+    max_connections_per_peer: int = 4160
+    #: Whether every request is logged (uvicorn's access log).
+    access_log: bool = False
 
     def __post_init__(self) -> None:
-        for name in ("workers", "max_sessions", "max_body_bytes"):
+        for name in (
+            "workers",
+            "max_sessions",
+            "max_body_bytes",
+            "session_memory_mib",
+            "worker_memory_mib",
+            "max_connections",
+            "max_connections_per_peer",
+        ):
             if getattr(self, name) < 1:
                 raise ServeConfigError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("idle_timeout_s", "call_timeout_s", "drain_timeout_s"):
+        for name in (
+            "idle_timeout_s",
+            "call_deadline_s",
+            "call_timeout_s",
+            "drain_timeout_s",
+            "header_timeout_s",
+            "keep_alive_s",
+        ):
             if not getattr(self, name) > 0:
                 raise ServeConfigError(f"{name} must be > 0, got {getattr(self, name)}")
         if not is_loopback(self.host) and not self.token:

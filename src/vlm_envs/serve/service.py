@@ -9,6 +9,7 @@ from typing import Any
 
 from vlm_envs.serve.config import ServeConfig
 from vlm_envs.serve.guards import ApiError
+from vlm_envs.serve.metrics import ServeMetrics
 from vlm_envs.serve.pool import EnvWorkers, WorkerDied
 from vlm_envs.serve.sessions import Refused, Session, Sessions, lost_reason
 from vlm_envs.serve.wire import ResetFields
@@ -29,6 +30,7 @@ class Service:
         self.sessions = Sessions(
             config.max_sessions, config.idle_timeout_s, config.workers, self.workers.generation
         )
+        self.metrics = ServeMetrics()
         self.in_flight = 0
         self.quiet = asyncio.Event()  # set while nothing is in flight
         self.quiet.set()
