@@ -12,8 +12,12 @@ TRL_SFT_OVERLAY := $(VENV)/overlays/trl-sft
 TRL_SFT_PINS := transformers==5.24.0 tokenizers==0.23.3
 # OpenEnv's client for the serve tests, without its declared deps (see the openenv-client extra).
 OPENENV := openenv==0.10.0
+# The install tiers after the main run: a venv per extra holding only what its users install, built once
+# and cached (tests/tiers/run_tiers.py, Python >= 3.11). `make tiers TIERS="serve core"` runs some alone.
+TIERS ?=
+RUN_TIERS := $(PYTHON) tests/tiers/run_tiers.py --main-python $(BIN)/python
 
-.PHONY: install lint test clean demo
+.PHONY: install lint test tiers clean demo
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,6 +36,10 @@ lint: install
 
 test: lint
 	$(BIN)/pytest
+	$(RUN_TIERS) $(TIERS)
+
+tiers:
+	$(RUN_TIERS) $(TIERS)
 
 # The README's first command: scripted policies on a few dozen episodes each, then where the reports are.
 # --resume makes a second `make demo` reuse the finished episodes instead of refusing the folders.

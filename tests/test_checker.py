@@ -8,11 +8,13 @@ from vlm_envs import build_env
 from vlm_envs.checker import (
     HOSTILE_RESPONSES,
     LARGE_SEED,
+    NON_TEXT_RESPONSES,
     EnvCheckError,
     check_env,
     determinism_seeds,
     episode_fingerprint,
 )
+from vlm_envs.checker.calls import UNICODE_DIGITS, lookalike_probes
 
 CHECK_NAMES = {"types", "determinism", "unseeded resets", "hostile replies", "step after the end"}
 CHECK_NAMES |= {"malformed replies end"}
@@ -100,13 +102,32 @@ def test_a_step_that_raises_on_garbage_is_caught():
     assert not any("step(empty)" in f for f in found), found
 
 
-def test_placeholder_and_non_text_replies_are_probed():
+def test_placeholder_replies_are_probed_and_non_text_never_reaches_step():
     found = failures_of(broken.RaisesOnPlaceholder(), rebuild=False)
     prefix = "hostile replies: step(image placeholder injection) raised ValueError: text has 1 <image>"
     placeholder = [f for f in found if f.startswith(prefix)]
     assert len(placeholder) == 1 and "Observation.compose(" in placeholder[0], found
-    assert any(f.startswith("hostile replies: step(invalid UTF-8 bytes) raised ValueError") for f in found)
-    assert not any("step(None)" in f for f in found), found
+    assert not any("step(None)" in f or "bytes)" in f for f in found), found  # refused before step runs
+
+
+def test_an_env_that_answers_non_text_replies_fails_the_check():
+    found = failures_of(broken.AcceptsNonText(), rebuild=False)
+    refused = [f for f in found if "was answered, not refused with TypeError" in f]
+    assert [f.split(")")[0] for f in refused] == [f"hostile replies: step({k}" for k in NON_TEXT_RESPONSES]
+    assert all("Define step as a method of your Env subclass" in f for f in refused), refused
+
+
+def test_the_env_own_replies_are_probed_with_digits_and_letters_of_other_scripts():
+    found = failures_of(broken.IndexesAnyDigit(), rebuild=False)
+    probes = [f.split(" raised")[0] for f in found if "ValueError: substring not found" in f]
+    assert probes == [
+        "hostile replies: step(the random reply with Arabic-Indic digits)",
+        "hostile replies: step(the random reply with fullwidth digits)",
+    ], found
+    assert lookalike_probes(broken.IndexesAnyDigit(), 0) == {
+        f"the random reply with {family} digits": f"<answer>{digits[3]}</answer>"
+        for family, digits in UNICODE_DIGITS.items()
+    }
 
 
 def test_a_pydantic_error_is_quoted_whole_with_a_hint_that_points_to_compose():

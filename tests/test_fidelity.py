@@ -1,7 +1,8 @@
 """ImageFidelityCheck: passes where every turn's image reaches the forward (the episode core that the
 slime and verl hooks wrap, a Sample of our slime hook, verl's worker output of our agent loop,
 VlmEnvsGRPOTrainer's training forwards), and
-fails naming the turn on a pipeline that drops later images (TRL's stock rollout_func route)."""
+fails naming the turn on a pipeline that drops later images (TRL's stock rollout_func route); a
+VlmEnvsGRPOTrainer run whose every episode fails the check stops with the check's reason."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from vlm_envs import build_env
 from vlm_envs.fidelity import ImageFidelityCheck, ImageFidelityError
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.rollout.trl import episode_reward, rollout_func
+from vlm_envs.rollout.trl import EpisodesFailedError, episode_reward, rollout_func
 from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 
 TURNS = 3
@@ -158,6 +159,7 @@ def test_vlm_envs_grpo_trainer_passes(tmp_path: Path) -> None:
     trainer.train()
     training = [r for r in check.reports if r.samples > 1 and r.images]  # not generate()'s own forwards
     assert training and not check.problems
+    assert not [r.skipped for r in check.reports if r.skipped]  # generate's prefills too were checked
     assert max(r.images / r.samples for r in training) >= 2  # later turns' images in the loss's forward
 
 
@@ -175,3 +177,24 @@ def test_stock_rollout_func_route_fails_naming_the_turn(tmp_path: Path) -> None:
         ImageFidelityError, match=r"sample \d+, turn 2: \d+ image pad tokens but no image left"
     ):
         trainer.train()
+
+
+def test_a_run_whose_every_episode_fails_the_check_stops_naming_it(tmp_path: Path) -> None:
+    """Clock shows its image on the first turn only: a check that expects one every turn fails each
+    episode in its second turn's generate (the rollout marks it FAILED), and TRL's own train() stops
+    at that round with the check's reason, where it used to finish its steps having trained on nothing."""
+    never = sorted(ChatCodec(build_tiny_processor()).special_image_ids)  # each episode reaches turn 2
+    args = trl_helpers.config(
+        tmp_path, generation_kwargs={"max_new_tokens": 4, "suppress_tokens": never}, max_steps=2
+    )
+    trainer = trl_helpers.trainer(trl_helpers.dataset("clock", 2, max_turns=2), args)
+    check = ImageFidelityCheck(
+        trainer.model, trainer.processing_class, raise_on_error=True, expect_image_each_turn=True
+    )
+    reason = r"ImageFidelityError: image fidelity: sample \d+: turn\(s\) 2 hold no image"
+    with pytest.raises(
+        EpisodesFailedError, match=rf"every episode FAILED in 1 generation round.* 4x .*{reason}"
+    ):
+        trainer.train()
+    assert trainer.state.global_step == 0 and not trainer.losses
+    assert check.problems and all("turn(s) 2 hold no image" in p for p in check.problems)

@@ -116,15 +116,16 @@ def test_reset_options_reach_envs_that_take_them_and_are_refused_by_others():
 
 
 @pytest.mark.parametrize("reply", [None, 5, {}, b"<answer>Up</answer>", b"\xff\xfe", ["Up"]])
-@pytest.mark.parametrize("name", ["sokoban", "geo3k"])
-def test_non_string_replies_are_answered_as_text(name, reply):
+@pytest.mark.parametrize("name", ["sokoban", "geo3k", "matchstick", "zoom_search"])
+def test_non_string_replies_are_refused_with_a_type_error_naming_the_type(name, reply):
     env = build_env(name)
     env.reset(seed=0)
-    obs, done, info = env.step(reply)
-    assert isinstance(obs, Observation) and isinstance(done, bool) and isinstance(info, StepInfo)
+    with pytest.raises(TypeError, match=f"^a reply must be a str .*, got {type(reply).__name__}$"):
+        env.step(reply)
+    assert isinstance(env.step("<answer>Up</answer>")[2], StepInfo)  # the episode goes on
 
 
-def test_replies_reach_the_env_as_text():
+def test_non_string_replies_never_reach_a_subclass_step_sync_or_async():
     seen = []
 
     class Recorder(ColorsEnv):
@@ -134,7 +135,12 @@ def test_replies_reach_the_env_as_text():
 
     env = Recorder()
     env.reset(seed=0)
-    env.step(b"<answer>red</answer>")
+    for reply in (b"<answer>red</answer>", None, ["red"]):
+        with pytest.raises(TypeError):
+            env.step(reply)
+        with pytest.raises(TypeError):
+            asyncio.run(env.astep(reply))
+    env.step("<answer>red</answer>")
     assert seen == ["<answer>red</answer>"]
 
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -31,7 +33,8 @@ SEED = 4
 
 @pytest.fixture(scope="module")
 def sokoban_server():
-    with ServerThread(ServeConfig(envs=("sokoban",), workers=1)) as running:
+    config = ServeConfig(envs=("sokoban",), workers=1, oracle=True)  # eval --policy oracle asks it
+    with ServerThread(config) as running:
         yield running
 
 
@@ -74,13 +77,13 @@ def test_slime_hook_plays_a_remote_env_from_its_yaml_path(sokoban_server, sglang
     codec = ChatCodec(tiny_engine.processor)
     replies = oracle_replies(SEED)
     samples = {}
-    for path, extra in (
-        ("vlm_envs.remote", {"url": sokoban_server.url, "env": "sokoban"}),
-        ("vlm_envs.envs.sokoban", {}),
+    for path, extra, yaml in (  # the servers are named in the YAML, never in a row
+        ("vlm_envs.remote", {"env": "sokoban"}, {"vlm_envs_remote_url": [sokoban_server.url]}),
+        ("vlm_envs.envs.sokoban", {}, {}),
     ):
         GenerateState.forget()
         sglang_server.clear_faults()
-        args = slime_args(sglang_server, rollout_interaction_env_path=path, max_turns=6)
+        args = slime_args(sglang_server, rollout_interaction_env_path=path, max_turns=6, **yaml)
         sample = Sample(index=0, metadata={"seed": SEED, "env_config": {**SOKOBAN, **extra}})
         script(sglang_server, codec, *replies)
 
@@ -143,7 +146,46 @@ def test_several_urls_take_sessions_in_turn():
 
 
 def test_remote_build_env_names_what_it_needs():
-    with pytest.raises(ValueError, match="needs 'url'"):
+    with pytest.raises(ValueError, match=r"needs 'url'.*vlm_envs_remote_url"):
         build_env("vlm_envs.remote", env="sokoban")
+    with pytest.raises(ValueError, match="needs 'env'"):
+        build_env("vlm_envs.remote", url="http://127.0.0.1:1")
     with pytest.raises(ValueError, match="url must be"):
         RemoteEnv([], "sokoban")
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("host-a:8000", "must be http"),
+        ("file:///etc/passwd", "must be http"),
+        ("http://", "name a host"),
+        ("http://user:secret@host-a:8000", "may not carry credentials"),
+        ("http://host-a:8000/?next=http://elsewhere", "a query"),
+        ("http://host-a:port", "is not a URL"),
+        (b"http://host-a", "url must be"),
+        ([None], "url must be"),
+    ],
+)
+def test_a_url_must_name_a_server(url, reason):
+    with pytest.raises(ValueError, match=reason):
+        RemoteEnv(url, "sokoban")
+
+
+@pytest.mark.parametrize("timeout", [math.inf, math.nan, 0, -1, 3601, True, "60"])
+def test_a_timeout_must_be_finite_positive_and_bounded(timeout):
+    with pytest.raises(ValueError, match="timeout_s must be"):
+        RemoteEnv("http://host-a:8000", "sokoban", timeout_s=timeout)
+
+
+def test_build_env_takes_the_servers_from_the_trainers_args():
+    """slime's YAML keys (verl's loop sets the same args from its agent-loop YAML); a config's own
+    ``url`` (a Python caller's, or ``vlm-envs eval --env-url``) comes first."""
+    args = SimpleNamespace(
+        vlm_envs_remote_url=["http://host-a:8000"], vlm_envs_remote_timeout_s=5, max_turns=3
+    )
+    env = build_env("vlm_envs.remote", args=args, env="sokoban", grid_size=[6, 6])
+    assert (env.url, env.timeout_s, env.env) == ("http://host-a:8000", 5.0, "sokoban")
+    assert env.config == {"grid_size": [6, 6], "max_turns": 3}
+    mine = build_env("vlm_envs.remote", args=args, url="http://host-b:8000", env="sokoban", timeout_s=9)
+    assert (mine.url, mine.timeout_s) == ("http://host-b:8000", 9.0)

@@ -201,13 +201,12 @@ def check_seed(seed: Any) -> int | None:
     return value
 
 
-def response_text_of(response: Any) -> str:
-    """A reply as text: bytes decoded as UTF-8 (bad bytes replaced), ``None`` as ``""``, else ``str``."""
-    if isinstance(response, str):
-        return response
-    if isinstance(response, bytes | bytearray):
-        return bytes(response).decode("utf-8", errors="replace")
-    return "" if response is None else str(response)
+def check_response_text(response: Any) -> str:
+    """``response`` if it is a ``str``; anything else (``None``, bytes, numbers, lists) raises
+    ``TypeError`` naming its type: a reply is the model's decoded text, never guessed from another type."""
+    if not isinstance(response, str):
+        raise TypeError(f"a reply must be a str (the model's decoded text), got {type(response).__name__}")
+    return response
 
 
 class Env(abc.ABC):
@@ -217,8 +216,8 @@ class Env(abc.ABC):
     defaults. ``spec`` is set by :func:`vlm_envs.build_env` and lets the env be rebuilt elsewhere.
 
     The protocol guards the door for every subclass: before a subclass's ``reset`` runs, ``seed``
-    is checked (:func:`check_seed`) and ``options`` must be a mapping; before its ``step`` runs, the
-    reply is made text (:func:`response_text_of`), so any input gets the env's own answer to text.
+    is checked (:func:`check_seed`) and ``options`` must be a mapping; before its ``step`` runs, a
+    reply that is not a ``str`` is refused with ``TypeError`` (:func:`check_response_text`).
     """
 
     #: One-line description shown by ``vlm-envs list`` (defaults to the first docstring line).
@@ -336,14 +335,14 @@ def _guard_step(step: Callable[..., Any]) -> Callable[..., Any]:
 
         @functools.wraps(step)
         async def aguarded(self: Env, response_text: Any) -> Any:
-            return await step(self, response_text_of(response_text))
+            return await step(self, check_response_text(response_text))
 
         aguarded._guarded = True  # type: ignore[attr-defined]
         return aguarded
 
     @functools.wraps(step)
     def guarded(self: Env, response_text: Any) -> Any:
-        return step(self, response_text_of(response_text))
+        return step(self, check_response_text(response_text))
 
     guarded._guarded = True  # type: ignore[attr-defined]
     return guarded

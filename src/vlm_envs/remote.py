@@ -6,30 +6,59 @@ the in-process one (same seed: same text, pixels and rewards). Several URLs spre
 several servers, client-side round robin (each new RemoteEnv takes the next URL); one URL may as
 well be a load balancer in front of a pool. Any trainer path that builds envs by name can play
 remotely: ``build_env("vlm_envs.remote", url=..., env="sokoban", **config)`` (slime's
-``rollout_interaction_env_path: vlm_envs.remote`` with ``url`` and ``env`` in the row's env config).
+``rollout_interaction_env_path: vlm_envs.remote``, the servers in the YAML, ``env`` in the row's env
+config; :data:`LOCATION_KEYS`). Replies are read as hostile input (:mod:`vlm_envs.remote_wire`).
 Needs the ``serve`` extra (``websockets``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
+import math
+import numbers
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Any
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo, trainer_env_config
+from vlm_envs.remote_wire import (
+    MalformedReply,
+    Reply,
+    StateData,
+    one_line,
+    parse_error,
+    parse_reply,
+    parse_state,
+    read_frame,
+)
+from vlm_envs.rewards import RewardError, check_reward
 from vlm_envs.serve.config import TOKEN_ENV, is_loopback, token_from_env
-from vlm_envs.serve.wire import parse_reply
 
-__all__ = ["RemoteEnv", "RemoteEnvError", "build_env"]
+__all__ = ["LOCATION_KEYS", "RemoteEnv", "RemoteEnvError", "build_env"]
 
 #: The largest reply taken from a server (bytes): a few big images per observation fit easily.
 MAX_REPLY_BYTES = 64 << 20
+#: Frames buffered ahead of the one being read: a server that floods frames is read no further.
+MAX_QUEUED_FRAMES = 2
+#: The longest wait for a connection or a reply a RemoteEnv may be given (seconds).
+MAX_TIMEOUT_S = 3600.0
+#: The URL schemes of a server: its HTTP base or its WebSocket.
+URL_SCHEMES = ("http", "https", "ws", "wss")
+#: Where the episodes play and with which credentials: keys a dataset row may not set (they are the
+#: trainer's: slime's ``vlm_envs_remote_url`` YAML key, verl's ``remote_url``; ``$VLM_ENVS_SERVE_TOKEN``).
+LOCATION_KEYS = frozenset({"url", "token", "timeout_s"})
+#: The trainer args (slime's YAML keys; verl's loop sets them from its YAML) :func:`build_env` reads.
+ARGS_URL, ARGS_TIMEOUT = "vlm_envs_remote_url", "vlm_envs_remote_timeout_s"
+#: The frame type that answers each request.
+_ANSWERS = {"reset": "observation", "step": "observation", "state": "state"}
 _turns: dict[tuple[str, ...], itertools.count] = {}
 _turns_lock = threading.Lock()
+T = TypeVar("T")
 
 
 class RemoteEnvError(RuntimeError):
@@ -65,14 +94,50 @@ def _hint(err: Exception) -> str:
 
 
 def ws_url(url: str) -> str:
-    """A server's base URL (``http(s)://`` or ``ws(s)://``) as its ``/ws`` endpoint."""
+    """A server's base URL (``http(s)://`` or ``ws(s)://``, :func:`check_url`) as its ``/ws`` endpoint."""
     base = url.rstrip("/")
     for plain, secure in (("http://", "ws://"), ("https://", "wss://")):
         if base.startswith(plain):
             base = secure + base[len(plain) :]
-    if not base.startswith(("ws://", "wss://")):
-        base = "ws://" + base
     return base if base.endswith("/ws") else base + "/ws"
+
+
+def check_url(url: Any) -> str:
+    """``url`` if it names a server: ``http``, ``https``, ``ws`` or ``wss``, a host, no credentials,
+    query or fragment; ``ValueError`` otherwise."""
+    if not isinstance(url, str) or not url:
+        raise ValueError(f"url must be a server URL or a list of them, got {url!r:.80}")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a port that is not a number raises here
+    except ValueError as err:
+        raise ValueError(f"url {url!r:.80} is not a URL: {err}") from None
+    if parts.scheme not in URL_SCHEMES or not parts.hostname:
+        raise ValueError(f"url {url!r:.80} must be http(s):// or ws(s):// and name a host")
+    if parts.username is not None or parts.query or parts.fragment:
+        raise ValueError(
+            f"url {url!r:.80} may not carry credentials, a query or a fragment (the token goes in token=...)"
+        )
+    return url
+
+
+def check_timeout(timeout_s: Any) -> float:
+    """``timeout_s`` as seconds: a finite number, > 0 and at most :data:`MAX_TIMEOUT_S`."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real):
+        raise ValueError(f"timeout_s must be a number of seconds, got {timeout_s!r:.40}")
+    if not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
+        raise ValueError(f"timeout_s must be > 0 and at most {MAX_TIMEOUT_S:g} s, got {timeout_s!r:.40}")
+    return float(timeout_s)
+
+
+@dataclasses.dataclass
+class _Episode:
+    """The episode a RemoteEnv plays: what each reply must name to answer this episode's request."""
+
+    session_id: str
+    episode_id: str
+    steps: int = 0
+    done: bool = False
 
 
 class RemoteEnv(Env):
@@ -81,6 +146,12 @@ class RemoteEnv(Env):
     ``token``: the server's bearer token (default ``$VLM_ENVS_SERVE_TOKEN``). ``timeout_s`` bounds
     connecting and each reply. Errors the server answers raise :class:`RemoteEnvError`; a step
     after the end raises :class:`~vlm_envs.protocol.EpisodeFinishedError`, as in process.
+
+    The server is hostile input: one reply per request, of the type that answers it and naming this
+    session, episode and step (a reset sends a fresh ``episode_id`` the reply must echo), each field of
+    its type (:mod:`vlm_envs.remote_wire`), images checked from their headers before decoding. Any
+    other frame is a one-line :class:`RemoteEnvError`, and the connection is closed, so no later reply
+    can answer the wrong request; the next reset opens a new session.
     """
 
     description = "an env played on a vlm-envs serve server"
@@ -94,17 +165,21 @@ class RemoteEnv(Env):
         timeout_s: float = 60.0,
         **config: Any,
     ) -> None:
-        urls = [url] if isinstance(url, str) else list(url)
-        if not urls or not all(isinstance(u, str) and u for u in urls):
-            raise ValueError(f"url must be a server URL or a list of them, got {url!r}")
-        self.url = next_url(urls)
+        urls = [url] if isinstance(url, str) else list(url) if isinstance(url, Sequence) else []
+        if not urls:
+            raise ValueError(f"url must be a server URL or a list of them, got {url!r:.80}")
+        self.url = next_url([check_url(u) for u in urls])
         self.env = env
         self.config = dict(config)
-        self.timeout_s = timeout_s
+        self.timeout_s = check_timeout(timeout_s)
         self._token = token_from_env(token)
         self._ws: Any = None
         self._lock = threading.Lock()
-        self._episode_reward = 0.0
+        self._episode: _Episode | None = None
+        self._session_id: str | None = None  # the connection's, once a reset named it
+        #: The last reply's episode reward and the server's reason for refusing it (None before a reset).
+        self._reward: tuple[float | None, str | None] | None = None
+        self._ended: str | None = None  # why the last episode ended before its reply did
         self._system_prompt: str | None = None
         self._tools: list[dict[str, Any]] = []
         self.has_episode_reward = True  # the served env's, once reset
@@ -115,27 +190,95 @@ class RemoteEnv(Env):
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
     ) -> tuple[Observation, dict[str, Any]]:
-        data: dict[str, Any] = {"env": self.env, "seed": seed, "config": self.config}
+        episode_id = uuid.uuid4().hex
+        data: dict[str, Any] = {
+            "env": self.env,
+            "seed": seed,
+            "config": self.config,
+            "episode_id": episode_id,
+        }
         if options is not None:
             data["options"] = dict(options)
-        obs, _, _, meta = parse_reply(self._call({"type": "reset", "data": data}))
-        self._episode_reward = float(meta.get("episode_reward") or 0.0)
-        self._system_prompt = meta.get("system_prompt")
-        self._tools = list(meta.get("tools") or [])
-        self.has_episode_reward = bool(meta.get("has_episode_reward", True))
-        self.session = {"session_id": meta.get("session_id"), "episode_id": meta.get("episode_id")}
-        return obs, dict(meta.get("reset_info") or {})
+
+        def check(payload: dict[str, Any]) -> Reply:
+            reply = parse_reply(payload, "reset")
+            meta = reply.metadata
+            if meta.episode_id != episode_id:
+                raise MalformedReply(f"the reply names episode {meta.episode_id!r:.80}, not the one reset")
+            if self._session_id is not None and meta.session_id != self._session_id:
+                raise MalformedReply(f"the reply names session {meta.session_id!r:.80}, not this one")
+            return reply
+
+        self._episode, self._reward, self._ended = None, None, None
+        reply = self._exchange({"type": "reset", "data": data}, check)
+        meta = reply.metadata
+        self._session_id = meta.session_id
+        self._episode = _Episode(meta.session_id, meta.episode_id, done=reply.done)
+        self._system_prompt = meta.system_prompt
+        self._tools = [dict(tool) for tool in meta.tools]
+        self.has_episode_reward = meta.has_episode_reward
+        self._reward = (meta.episode_reward, meta.reward_error)
+        self.session = {"session_id": meta.session_id, "episode_id": meta.episode_id}
+        return reply.obs, dict(meta.reset_info)
 
     def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
-        obs, done, info, meta = parse_reply(self._call({"type": "step", "data": {"text": response_text}}))
-        self._episode_reward = float(meta.get("episode_reward") or 0.0)
-        return obs, done, info
+        episode = self._current()
+        if episode.done:
+            raise EpisodeFinishedError("the episode is done: reset to start another")
+
+        def check(payload: dict[str, Any]) -> Reply:
+            reply = parse_reply(payload, "step")
+            meta = reply.metadata
+            if (meta.session_id, meta.episode_id) != (episode.session_id, episode.episode_id):
+                raise MalformedReply("the reply names another session or episode than this one")
+            if meta.step != episode.steps + 1:
+                raise MalformedReply(f"the reply is to step {meta.step}, not to step {episode.steps + 1}")
+            if reply.reward is None and meta.reward_error is None:
+                raise MalformedReply("reward: a step reply's reward is null with no reward_error")
+            return reply
+
+        reply = self._exchange({"type": "step", "data": {"text": response_text}}, check)
+        meta = reply.metadata
+        episode.steps, episode.done = meta.step, reply.done
+        self._reward = (meta.episode_reward, meta.reward_error)
+        if reply.reward is None:  # the episode cannot go on with a refused reward
+            raise RewardError(f"the server refused the step reward: {one_line(meta.reward_error)}")
+        info = StepInfo(
+            reward=reply.reward,
+            terminated=meta.terminated,
+            truncated=meta.truncated,
+            metrics=dict(meta.metrics),
+            info=dict(meta.info),
+        )
+        return reply.obs, reply.done, info
 
     def episode_reward(self) -> float:
-        return self._episode_reward
+        """The served env's episode reward; :class:`~vlm_envs.rewards.RewardError` with the server's
+        reason when it refused the env's reward, or when it sent none for an env that has one."""
+        if self._reward is None:
+            raise RewardError(f"the episode has no reward: {self._ended or 'no episode was reset'}")
+        if not self.has_episode_reward:  # the trainer's reward model scores it: no value is read
+            return 0.0
+        value, error = self._reward
+        if error is not None:
+            raise RewardError(f"the server refused a reward of this episode: {one_line(error)}")
+        if value is None:
+            raise RewardError("the server sent no episode reward (null) and no reason")
+        return check_reward(value, "the served episode reward")
 
     def oracle_response(self) -> str | None:
-        return self._call({"type": "state"}).get("oracle_response")
+        episode = self._current()
+
+        def check(payload: dict[str, Any]) -> StateData:
+            state = parse_state(payload)
+            if state.episode_id != episode.episode_id or state.step_count != episode.steps:
+                raise MalformedReply(
+                    f"the state names episode {state.episode_id!r:.80} at step {state.step_count}, "
+                    f"not this one at step {episode.steps}"
+                )
+            return state
+
+        return self._exchange({"type": "state"}, check).oracle_response
 
     def system_prompt(self) -> str | None:
         return self._system_prompt
@@ -145,13 +288,14 @@ class RemoteEnv(Env):
 
     def close(self) -> None:
         with self._lock:
-            ws, self._ws = self._ws, None
-        if ws is not None:
-            with contextlib.suppress(Exception):  # the server may be gone: closing is still done
-                ws.send(json.dumps({"type": "close"}))
-            ws.close()
+            self._drop(send_close=True)
 
     # ---- transport --------------------------------------------------------------------------------
+
+    def _current(self) -> _Episode:
+        if self._episode is None:
+            raise RemoteEnvError(f"{self.url}: no episode in this session: reset first", 409)
+        return self._episode
 
     def _connect(self) -> Any:
         from websockets.sync.client import connect
@@ -164,7 +308,9 @@ class RemoteEnv(Env):
                 target,
                 additional_headers=headers,
                 open_timeout=self.timeout_s,
+                close_timeout=min(self.timeout_s, 10.0),
                 max_size=MAX_REPLY_BYTES,
+                max_queue=MAX_QUEUED_FRAMES,
                 proxy=None if local else True,
                 legacy=False,
             )
@@ -173,39 +319,81 @@ class RemoteEnv(Env):
             connecter.process_redirect = _no_redirect
             return connecter.connect()
         except Exception as err:
-            raise RemoteEnvError(f"cannot open a session on {target}: {err}{_hint(err)}") from err
+            raise RemoteEnvError(f"cannot open a session on {target}: {one_line(err)}{_hint(err)}") from err
 
-    def _call(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Send one message and return the reply's ``data``; :class:`RemoteEnvError` on an error."""
+    def _drop(self, send_close: bool = False) -> None:
+        """Forget the connection (the server's session and its episode with it); call with the lock."""
+        ws, self._ws = self._ws, None
+        self._episode, self._session_id = None, None
+        if ws is not None:
+            with contextlib.suppress(Exception):  # the server may be gone or hostile: closing is still done
+                if send_close:
+                    ws.send(json.dumps({"type": "close"}))
+                ws.close()
+
+    def _exchange(self, message: dict[str, Any], check: Callable[[dict[str, Any]], T]) -> T:
+        """Send ``message``, read its one reply and return it as ``check`` reads it; a server's error
+        frame raises :class:`RemoteEnvError` (or ``EpisodeFinishedError``), as does any frame ``check``
+        refuses, and both close the connection (a reply queued behind can answer no later request)."""
         from websockets.exceptions import ConnectionClosed
 
+        op = message["type"]
         with self._lock:
             if self._ws is None:
                 self._ws = self._connect()
             ws = self._ws
             try:
                 ws.send(json.dumps(message))
-                reply = json.loads(ws.recv(timeout=self.timeout_s))
+                kind, data = read_frame(ws.recv(timeout=self.timeout_s))
+                if kind == "error":
+                    error = parse_error(data)
+                    text = one_line(error.message) or "unknown error"
+                    if error.status == 409 and "episode is done" in text:
+                        self._drop()
+                        raise EpisodeFinishedError(text)
+                    raise self._end(RemoteEnvError(f"{self.url}: {text}", error.status, error.code))
+                if kind != _ANSWERS[op]:
+                    raise MalformedReply(f"a {one_line(kind)[:40]!r} frame, not {_ANSWERS[op]!r}")
+                _no_extra_frame(ws)
+                return check(data)
             except (ConnectionClosed, TimeoutError, OSError) as err:
-                self._ws = None
-                ws.close()
-                raise RemoteEnvError(f"the session on {self.url} ended: {err}") from err
-        data = reply.get("data") or {}
-        if reply.get("type") == "error":
-            status, text = data.get("status"), str(data.get("message", "unknown error"))
-            if status == 409 and "episode is done" in text:
-                raise EpisodeFinishedError(text)
-            raise RemoteEnvError(f"{self.url}: {text}", status, data.get("code"))
-        return data
+                raise self._end(RemoteEnvError(f"the session on {self.url} ended: {one_line(err)}")) from err
+            except MalformedReply as err:
+                message = f"{self.url}: malformed reply to {op}, session closed: {err}"
+                raise self._end(RemoteEnvError(message)) from None
+
+    def _end(self, err: RemoteEnvError) -> RemoteEnvError:
+        """``err``, the connection closed after it: the episode is over, unscored (its reward says why)."""
+        self._drop()
+        self._reward, self._ended = None, f"the session ended ({err})"
+        return err
+
+
+def _no_extra_frame(ws: Any) -> None:
+    """:class:`MalformedReply` if a second frame already waits behind the reply just read."""
+    from websockets.exceptions import ConnectionClosed
+
+    try:
+        ws.recv(timeout=0)
+    except (TimeoutError, ConnectionClosed):  # nothing more (or the server closed after answering)
+        return
+    raise MalformedReply("a second frame for one request")
 
 
 def build_env(sample: Any = None, args: Any = None, **config: Any) -> RemoteEnv:
-    """A :class:`RemoteEnv` from a trainer's sample and args: the config (the row's ``env_config``
-    under the explicit one) names ``url`` and ``env``; the rest is the served env's config."""
+    """A :class:`RemoteEnv` from a trainer's sample and args. ``url``, ``token`` and ``timeout_s``
+    (:data:`LOCATION_KEYS`, which dataset rows may not set) come from ``config`` or the trainer's args
+    (``args.vlm_envs_remote_url``, ``args.vlm_envs_remote_timeout_s``), the token by default from
+    ``$VLM_ENVS_SERVE_TOKEN``; ``env`` and the rest of the served env's config from ``config`` (the
+    row's ``env_config`` under the explicit one)."""
     merged = trainer_env_config(sample, args, config)
-    try:
-        url, env = merged.pop("url"), merged.pop("env")
-    except KeyError as err:
-        raise ValueError(f"vlm_envs.remote needs {err.args[0]!r} in its config (url=..., env=...)") from None
-    token, timeout = merged.pop("token", None), merged.pop("timeout_s", 60.0)
-    return RemoteEnv(url, env, token=token, timeout_s=timeout, **merged)
+    url = merged.pop("url", None) or getattr(args, ARGS_URL, None)
+    if not url:
+        raise ValueError(
+            f"vlm_envs.remote needs 'url': give url=... or, in a trainer, {ARGS_URL} in its config "
+            "(slime: the --custom-config-path YAML; verl: remote_url in the agent-loop YAML)"
+        )
+    if "env" not in merged:
+        raise ValueError("vlm_envs.remote needs 'env' in its config (the served env to play)")
+    timeout = merged.pop("timeout_s", None) or getattr(args, ARGS_TIMEOUT, None) or 60.0
+    return RemoteEnv(url, merged.pop("env"), token=merged.pop("token", None), timeout_s=timeout, **merged)

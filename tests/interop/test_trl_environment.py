@@ -86,6 +86,7 @@ def test_stock_grpo_trainer_trains_on_every_turns_image(route: str, request: Any
     check = ImageFidelityCheck(model, processor, raise_on_error=True, expect_image_each_turn=True)
     trainer.train()
     assert trainer.state.global_step == 2 and not check.problems
+    assert not [r.skipped for r in check.reports if r.skipped]  # generate's prefills too were checked
     # generation's forwards hold the images so far; the loss's forward all of them: 1 prompt + 2 tool images
     assert max(r.images for r in check.reports if r.samples == 4) == 4 * QUESTIONS
     played = [env for env in trainer.environments if isinstance(env, TrlEnvironment)]

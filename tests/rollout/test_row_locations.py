@@ -1,11 +1,14 @@
 """Rows choose episodes, not files: config keys an env marks as naming a file, folder or hub id
 (Geo3k's ``dataset``, Jigsaw's ``image_dir``) are refused in a dataset row's ``env_config``, with the
 key named, by the slime hook, verl's agent loop and TRL's rollout; nothing is read from where they
-point. The same keys still work where the env is configured (its registration, a direct build)."""
+point. The same keys still work where the env is configured (its registration, a direct build). So
+are ``vlm_envs.remote``'s server, token and deadline: a row never points the trainer (and its token)
+at a host; the trainer's own config names the servers (slime's YAML, verl's agent-loop YAML)."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 from pathlib import Path
 
 import pytest
@@ -13,9 +16,13 @@ import pytest
 pytest.importorskip("trl")
 pytest.importorskip("verl.experimental.agent_loop.agent_loop")
 
+import hydra
 import torch
 import trl_helpers
+from hostile_ws_server import HostileServer
+from omegaconf import OmegaConf
 from PIL import Image
+from rollout_helpers import script, slime_args
 from slime.rollout.sglang_rollout import GenerateState
 from slime.utils.types import Sample
 from verl.experimental.agent_loop.agent_loop import DictConfigWrap
@@ -30,11 +37,13 @@ from vlm_envs.cli import main
 from vlm_envs.envs.config import location_keys
 from vlm_envs.envs.jigsaw import JigsawConfig, JigsawEnv
 from vlm_envs.episode_carrier import EpisodeSpec, attach
+from vlm_envs.remote import LOCATION_KEYS
 from vlm_envs.rollout import slime as hook
 from vlm_envs.rollout import verl as loop_module
 from vlm_envs.rollout.record import RECORD_KEY
 from vlm_envs.rollout.rows import RowError, check_row_config
 from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer, episode_reward, rollout_func
+from vlm_envs.serve.config import TOKEN_ENV
 from vlm_envs.testing import build_tiny_processor
 
 #: Rows that point somewhere, and the key each must be refused for.
@@ -43,6 +52,17 @@ POINTING = [
     ("geo3k", {"dataset": "hf-internal/some-hub-dataset", "limit": 2}, "dataset"),
     ("jigsaw", {"image_dir": "/etc", "n": 2}, "image_dir"),
 ]
+REMOTE = "vlm_envs.remote"
+
+
+def remote_pointing(evil: str) -> list[tuple[dict, str]]:
+    """Rows of vlm_envs.remote choosing the server (``evil``), its token or its deadline, and the key."""
+    return [
+        ({"env": "sokoban", "url": evil}, "url"),
+        ({"env": "sokoban", "url": [evil]}, "url"),
+        ({"env": "sokoban", "token": "row-token"}, "token"),
+        ({"env": "sokoban", "timeout_s": math.inf}, "timeout_s"),
+    ]
 
 
 @pytest.fixture
@@ -58,11 +78,14 @@ def test_each_env_marks_its_location_keys_once() -> None:
     assert location_keys(geo3k) == {"dataset"}
     assert location_keys(jigsaw) == location_keys(JigsawEnv) == location_keys(JigsawConfig) == {"image_dir"}
     assert location_keys(build_env("sokoban").__class__) == frozenset()
+    assert location_keys(registry.get_spec(REMOTE).load()) == LOCATION_KEYS == {"url", "token", "timeout_s"}
 
 
 @pytest.mark.parametrize(("env", "config", "key"), POINTING)
 def test_a_row_setting_a_location_key_is_refused_with_the_key_named(env, config, key) -> None:
-    with pytest.raises(RowError, match=rf"env_config: config key '{key}' is refused.*rows choose episodes, not files"):
+    with pytest.raises(
+        RowError, match=rf"env_config: config key '{key}' is refused.*rows choose episodes, not files"
+    ):
         check_row_config(env, config)
     check_row_config(env, {k: v for k, v in config.items() if k != key})  # the rest is a row's to choose
     check_row_config(env, {})
@@ -99,7 +122,7 @@ def test_the_slime_hook_refuses_the_row(env, config, key, nothing_is_read) -> No
             asyncio.run(hook.generate(args, sample, {"max_new_tokens": 8}))
             record = sample.metadata["vlm_envs"]
             assert sample.status is Sample.Status.FAILED and sample.reward == 0.0
-            assert f"env_config sets '{key}'" in record["error"], record["error"]
+            assert f"env_config: config key '{key}' is refused" in record["error"], record["error"]
     finally:
         GenerateState.forget()
     assert nothing_is_read == []
@@ -119,7 +142,7 @@ def test_verls_agent_loop_refuses_the_row(env, config, key, nothing_is_read) -> 
     )
     out = asyncio.run(loop.run(dict(SAMPLING), extra_info={"env": env, "seed": 1, "env_config": config}))
     record = out.extra_fields["vlm_envs"]
-    assert record["status"] == "failed" and f"env_config sets '{key}'" in record["error"]
+    assert record["status"] == "failed" and f"env_config: config key '{key}' is refused" in record["error"]
     assert out.reward_score == 0.0 and nothing_is_read == []
 
 
@@ -133,7 +156,9 @@ def test_trls_rollout_refuses_the_carrier(tmp_path: Path, nothing_is_read) -> No
     prompts = [attach(message, EpisodeSpec(env, 1, config, max_turns=1)) for env, config, _ in POINTING]
     records = rollout_func(prompts, trainer)[RECORD_KEY]
     for record, (_, _, key) in zip(records, POINTING, strict=True):
-        assert record["status"] == "failed" and f"env_config sets '{key}'" in record["error"], record["error"]
+        assert (
+            record["status"] == "failed" and f"env_config: config key '{key}' is refused" in record["error"]
+        ), record["error"]
     assert episode_reward([None] * 3, [None] * 3, **{RECORD_KEY: records}) == [None] * 3
     assert nothing_is_read == []
 
@@ -147,3 +172,83 @@ def test_make_dataset_refuses_to_write_rows_every_trainer_would_refuse(tmp_path:
     assert err.count("\n") == 1 and "--config image_dir=... names a file, folder or hub id" in err
     assert "vlm_envs.register('my_env', 'vlm_envs.envs.jigsaw', image_dir=...)" in err
     assert not out.exists() and not out.with_suffix(".yaml").exists()
+
+
+def test_the_slime_hook_refuses_a_row_naming_the_server_and_plays_the_yamls(served, monkeypatch) -> None:
+    """Under slime's documented setup (``rollout_interaction_env_path: vlm_envs.remote``) a row naming a
+    server, token or timeout fails, and the row's server hears nothing; the YAML's server is played,
+    with the token from the environment."""
+    sglang_server, codec = served
+    monkeypatch.setenv(TOKEN_ENV, "trainer-token")
+    evil, configured = HostileServer(), HostileServer()
+    with evil as evil_url, configured as url:
+        args = slime_args(
+            sglang_server, rollout_interaction_env_path=REMOTE, vlm_envs_remote_url=[url], max_turns=1
+        )
+        script(sglang_server, codec, "<answer>Up</answer>")
+        GenerateState.forget()
+        try:
+            for config, key in remote_pointing(evil_url):
+                for metadata in ({"seed": 1, "env_config": config}, {"env_config": config}):
+                    sample = Sample(index=0, metadata=metadata)
+                    asyncio.run(hook.generate(args, sample, {"max_new_tokens": 8}))
+                    error = sample.metadata["vlm_envs"]["error"]
+                    assert sample.status is Sample.Status.FAILED, error
+                    assert f"env_config: config key '{key}' is refused" in error, error
+            sample = Sample(
+                index=0, metadata={"seed": 1, "env_config": {"env": "sokoban", "grid_size": [5, 5]}}
+            )
+            asyncio.run(hook.generate(args, sample, {"max_new_tokens": 8}))
+        finally:
+            asyncio.run(hook.close())
+            GenerateState.forget()
+        assert sample.metadata["vlm_envs"]["error"] is None  # one turn played (the turn cap ends it)
+        assert evil.connections == 0 and evil.requests == []
+    assert configured.authorizations == ["Bearer trainer-token"]
+    assert [r["type"] for r in configured.requests] == ["reset", "step", "close"]
+    assert configured.requests[0]["data"]["config"] == {"grid_size": [5, 5], "max_turns": 1}
+
+
+def test_verls_agent_loop_refuses_a_row_naming_the_server_and_plays_the_yamls(monkeypatch) -> None:
+    """verl: the loop built as verl builds it (``hydra.utils.instantiate`` of its agent-loop YAML entry),
+    the servers in the entry's ``remote_url``; a row naming one is refused, and nothing reaches it."""
+    monkeypatch.setenv(TOKEN_ENV, "trainer-token")
+    config_ = verl_config()
+    processor = build_tiny_processor("qwen2_vl")
+    evil, configured = HostileServer(), HostileServer()
+    with evil as evil_url, configured as url:
+        entry = OmegaConf.create(
+            {
+                "name": "vlm_envs",
+                "_target_": loop_module.LOOP_TARGET,
+                "allowed_envs": [REMOTE],
+                "remote_url": [url],
+                "remote_timeout_s": 30,
+            }
+        )
+        loop = hydra.utils.instantiate(
+            config=entry,
+            trainer_config=DictConfigWrap(config_),
+            server_manager=RaisingServerManager(),
+            tokenizer=processor.tokenizer,
+            processor=processor,
+            dataset_cls=RLHFDataset,
+            data_config=DictConfigWrap(config_.data),
+        )
+        for config, key in remote_pointing(evil_url):
+            out = asyncio.run(
+                loop.run(dict(SAMPLING), extra_info={"env": REMOTE, "seed": 1, "env_config": config})
+            )
+            record = out.extra_fields["vlm_envs"]
+            assert (
+                record["status"] == "failed"
+                and f"env_config: config key '{key}' is refused" in record["error"]
+            )
+        row = {"env": REMOTE, "seed": 1, "env_config": {"env": "sokoban"}}
+        out = asyncio.run(loop.run(dict(SAMPLING), extra_info=row))
+        assert (
+            "the inference server went away" in out.extra_fields["vlm_envs"]["error"]
+        )  # played up to the engine
+        assert evil.connections == 0
+    assert configured.authorizations == ["Bearer trainer-token"]
+    assert [r["data"]["env"] for r in configured.requests if r["type"] == "reset"] == ["sokoban"]

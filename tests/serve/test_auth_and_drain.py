@@ -1,4 +1,4 @@
-"""The bearer token (required off loopback, checked on every request and WebSocket) and SIGTERM's
+"""The bearer token (required off loopback, checked on every request and WebSocket but /health) and SIGTERM's
 drain: calls in flight finish, then the server exits."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ROUTES = [
     ("POST", "/step", {"session_id": "x", "action": {"text": "a"}}),
     ("POST", "/close", {"session_id": "x"}),
     ("GET", "/state", None),
-    ("GET", "/health", None),
+    ("GET", "/metrics", None),
     ("GET", "/schema", None),
     ("GET", "/metadata", None),
 ]
@@ -54,7 +54,8 @@ def test_the_token_is_checked_on_every_request_and_websocket(monkeypatch):
                 assert answer.status_code == 401, (path, headers)
                 assert "bearer token" in answer.json()["detail"]
         good = {"Authorization": f"Bearer {TOKEN}"}
-        assert requests.get(running.url + "/health", headers=good, timeout=10).status_code == 200
+        assert requests.get(running.url + "/metrics", headers=good, timeout=10).status_code == 200
+        assert requests.get(running.url + "/health", timeout=10).status_code == 200  # open: liveness probes
         with pytest.raises(InvalidStatus) as refused:
             connect(running.ws_url, proxy=None)
         assert refused.value.response.status_code == 403

@@ -73,6 +73,7 @@ def test_a_worker_killed_mid_step_fails_only_its_sessions_and_is_restarted(slow)
     assert later.status_code == 410 and "exit code -9" in detail(later)
     assert step(slow, b).status_code == 200  # the other worker's session goes on
     wait_for(lambda: service.workers.pids()[worker_a] not in (None, pid))
+    assert service.metrics.worker_restarts >= 1
     fresh = [open_session(slow) for _ in range(2)]
     assert all(step(slow, s).status_code == 200 for s in fresh)
     for s in (b, *fresh):
@@ -99,6 +100,7 @@ def test_past_max_sessions_a_new_session_is_refused_at_once(slow):
     started = time.monotonic()
     refused = post(slow, "/reset", {"env": SLOW_ENV})
     assert refused.status_code == 503 and "maximum of 6 sessions" in detail(refused)
+    assert slow.service.metrics.refusals["capacity"] == 1
     with connect(slow.ws_url) as ws:
         frame = json.loads(ws.recv(timeout=10))
         assert frame["type"] == "error" and frame["data"]["code"] == "CAPACITY_REACHED"
@@ -231,13 +233,13 @@ def test_deeply_nested_json_is_a_400_and_the_server_goes_on(slow):
     assert requests.get(slow.url + "/health", timeout=10).json()["status"] == "healthy"
 
 
-def test_a_step_that_does_not_return_kills_its_worker_at_the_call_timeout():
-    with ServerThread(ServeConfig(envs=(SLOW_ENV,), workers=1)) as running:
-        session_id = open_session(running)  # the first reset imports the env: not under the short timeout
-        running.service.workers.call_timeout_s = 1.0
+def test_a_step_no_signal_interrupts_kills_its_worker_at_the_call_timeout():
+    config = ServeConfig(envs=(SLOW_ENV,), workers=1, call_deadline_s=0.5, call_timeout_s=2.0)
+    with ServerThread(config) as running:
+        session_id = open_session(running)
         started = time.monotonic()
-        answer = step(running, session_id, "sleep 60")
-        assert answer.status_code == 500 and "no answer for 1 s" in detail(answer)
+        answer = step(running, session_id, "block 60")  # the deadline's signal stays blocked
+        assert answer.status_code == 500 and "no answer for 2 s" in detail(answer)
         assert time.monotonic() - started < 15
         running.service.workers.call_timeout_s = 120.0
         wait_for(lambda: all(running.service.workers.pids()))

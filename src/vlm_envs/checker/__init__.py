@@ -67,8 +67,9 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
       :data:`~vlm_envs.checker.replay.UNSEEDED_RESETS` times), and leaves what a seed means unchanged;
     - ``hostile replies``: the replies of :data:`HOSTILE_RESPONSES` (``<image>`` and chat-template
       injections, megabytes of text, ...), calls of the env's own tools with huge numbers
-      (:func:`~vlm_envs.checker.calls.tool_probes`) and non-text replies never raise and return within
-      ``step_timeout`` seconds;
+      (:func:`~vlm_envs.checker.calls.tool_probes`) and the env's own replies in digits of other scripts
+      (:func:`~vlm_envs.checker.calls.lookalike_probes`) never raise and return within ``step_timeout``
+      seconds; the replies of :data:`NON_TEXT_RESPONSES` are refused with ``TypeError``;
     - ``step after the end``: ``step`` after the episode ended raises ``EpisodeFinishedError``;
     - ``malformed replies end``: the same malformed reply sent again and again ends the episode within
       :data:`~vlm_envs.checker.calls.MAX_STEPS_TO_END` steps;

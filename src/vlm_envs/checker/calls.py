@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import random
+import re
 import threading
 from typing import Any
 
@@ -38,16 +39,36 @@ HOSTILE_RESPONSES: dict[str, str] = {
     "exponent tower": "\\boxed{9^{9^{9^{9^{9}}}}} 9**9**9**9",
     "python code": "<answer>__import__('os').system('echo pwned')</answer>",
     "control characters": "".join(chr(c) for c in range(32)) * 10,
+    "Arabic-Indic digits": "<answer>6+1=7\u0663</answer><answer>A\u0663 \u0663:\u0664\u0665</answer>",
+    "fullwidth digits": "<answer>\uff16 + \uff13 = \uff19, B\uff12, swap(\uff11,\uff12)</answer>",
+    "superscript digits": "<answer>6\u00b2+1=7\u00b3 C\u00b3 swap(\u00b9,\u00b2)</answer>",
+    "case-folding letters": "<answer>\u212a3, \u0130 up 2, \u017f1</answer>",
 }
 
-#: Replies that are not text (a buggy policy, a trainer passing ids): every env answers them as text.
+#: Replies that are not text (a buggy policy, a trainer passing ids or bytes): the protocol refuses each
+#: with ``TypeError`` before the env's ``step`` runs (:func:`vlm_envs.protocol.check_response_text`).
 NON_TEXT_RESPONSES: dict[str, Any] = {
     "None": None,
     "an int": 5,
     "a dict": {},
+    "a list": ["<answer>Up</answer>"],
     "bytes": b"<answer>Up</answer>",
     "invalid UTF-8 bytes": b"\xff\xfe<image>",
 }
+#: Digits a model may write that are not ASCII (``\d`` matches the first two, ``str.isdigit`` all three, and
+#: ``int()`` reads the first two): tried in place of the digits of the env's own replies.
+UNICODE_DIGITS: dict[str, str] = {
+    "Arabic-Indic": "\u0660\u0661\u0662\u0663\u0664\u0665\u0666\u0667\u0668\u0669",
+    "fullwidth": "\uff10\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19",
+    "superscript": "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079",
+}
+#: Letters that are not ASCII but match ``[A-Za-z]`` under ``re.IGNORECASE`` (Kelvin sign, long s, dotted
+#: capital I, dotless i); the ``upper()`` of the Kelvin sign and of the dotted I is not ASCII.
+CASE_FOLDING_LETTERS = str.maketrans(
+    {"K": "\u212a", "k": "\u212a", "S": "\u017f", "s": "\u017f", "I": "\u0130", "i": "\u0131"}
+)
+
+_TAG = re.compile(r"(<[^<>]*>)")
 
 #: Numbers past what a float holds, as a model may write them in a tool call's JSON.
 HUGE_NUMBERS = ("9" * 400, "-" + "9" * 309, "1e999", "NaN")
@@ -202,10 +223,30 @@ def tool_probes(env: Env) -> dict[str, str]:
     return probes
 
 
+def lookalike_probes(env: Env, seed: int) -> dict[str, str]:
+    """The env's own replies (its random reply and, where it has one, its oracle's) with their ASCII digits
+    swapped for each family of :data:`UNICODE_DIGITS` and their letters for :data:`CASE_FOLDING_LETTERS`:
+    replies that parse like real ones but must not be read as them (``6+1=7\u0663`` once broke a parser).
+    Tags (``<answer>``) are kept as written."""
+    env.reset(seed=seed)
+    own = {"random": env.random_response(random.Random(seed)), "oracle": env.oracle_response()}
+    probes = {}
+    for source, reply in own.items():
+        if not isinstance(reply, str):
+            continue
+        tables = {f"{family} digits": str.maketrans("0123456789", d) for family, d in UNICODE_DIGITS.items()}
+        for kind, table in {**tables, "case-folding letters": CASE_FOLDING_LETTERS}.items():
+            changed = "".join(p if _TAG.fullmatch(p) else p.translate(table) for p in _TAG.split(reply))
+            if changed != reply:
+                probes[f"the {source} reply with {kind}"] = changed
+    return probes
+
+
 def check_hostile(env: Env, seed: int, step_timeout: float) -> list[str]:
     failures: list[str] = []
+    probes = {**HOSTILE_RESPONSES, **tool_probes(env), **lookalike_probes(env, seed)}
     env.reset(seed=seed)
-    for label, response in {**HOSTILE_RESPONSES, **tool_probes(env), **NON_TEXT_RESPONSES}.items():
+    for label, response in {**probes, **NON_TEXT_RESPONSES}.items():
         result, error, hung = _step_with_timeout(env, response, step_timeout)
         if hung:
             return [
@@ -213,15 +254,29 @@ def check_hostile(env: Env, seed: int, step_timeout: float) -> list[str]:
                 f"step({label}) did not return within {step_timeout} s. Bound the work a reply can cause "
                 "(cap its length, cap parsing and checking in time).",
             ]
-        if error is not None:
+        if label in NON_TEXT_RESPONSES:
+            failures += _non_text_problems(label, error)
+        elif error is not None:
             hint = _PLACEHOLDER_HINT if "<image>" in str(response) else "Answer it with an observation."
             failures.append(f"step({label}) raised {error_text(error)}. A reply is untrusted text. {hint}")
-            env.reset(seed=seed)
-            continue
-        failures += _check_step_result(f"step({label})", env, result)
-        if result[1]:
+        else:
+            failures += _check_step_result(f"step({label})", env, result)
+        if error is not None or result[1]:
             env.reset(seed=seed)
     return failures
+
+
+def _non_text_problems(label: str, error: BaseException | None) -> list[str]:
+    """A reply that is not a str must be refused with ``TypeError`` (the protocol's guard of ``step``)."""
+    hint = (
+        "Define step as a method of your Env subclass (the protocol then refuses a reply that is not a str "
+        "with TypeError before your step runs), and never make text of other types."
+    )
+    if error is None:
+        return [f"step({label}) was answered, not refused with TypeError. {hint}"]
+    if not isinstance(error, TypeError):
+        return [f"step({label}) raised {error_text(error)}, not TypeError. {hint}"]
+    return []
 
 
 def check_step_after_end(env: Env, seed: int) -> list[str]:

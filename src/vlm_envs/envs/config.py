@@ -92,7 +92,7 @@ def check_client_config(target: Any, config: Mapping[str, Any]) -> None:
         raise ClientConfigError(
             f"config key {refused[0]!r} is refused: it names a file, folder, hub id, server, token or "
             "deadline, or the trainer's sample or args; a client's config chooses episodes, so set it "
-            "with the env where the episodes play (vlm_envs.register or an entry point)"
+            "where the episodes play (vlm_envs.register, an entry point, or the trainer's own config)"
         )
     stack: list[tuple[str, Any, int]] = [(str(key), value, 1) for key, value in config.items()]
     while stack:

@@ -20,6 +20,13 @@ takes image parts from tools since its PR #5323); each tool of the env itself (G
 ``calc_score``, ZoomSearch's ``zoom``) is a tool of the same name, stepping the env with the
 ``<tool_call>`` text the env reads; ``get_reward()`` is the env's episode reward.
 
+Rewards pass the one reward check (:mod:`vlm_envs.rewards`): a step reward or an episode reward that
+is not a finite number within bounds (NaN, inf, ``None``, ``1e308``, or a reward that raises) ends the
+episode, and ``get_reward()`` returns ``None`` with the reason in ``reward_error`` (logged, one line).
+TRL reads ``None`` as NaN: a rollout every reward function left unscored is left out of its group's
+baseline and gets no advantage (``GRPOTrainer._generate_and_score_completions``, TRL 1.16); raising
+instead would end the training run.
+
 What does not carry over: TRL parses tool calls only for the chat templates it recognizes (among VL
 models, Qwen3-VL's; not Qwen2-VL's or Qwen2.5-VL's, refused by :func:`check_processor` in one line:
 train those with :class:`~vlm_envs.rollout.trl.VlmEnvsGRPOTrainer`); every observation after the
@@ -32,6 +39,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -41,6 +49,7 @@ from trl.chat_template_utils import add_response_schema
 
 from vlm_envs.protocol import Env, Observation, check_seed
 from vlm_envs.registry import build_env
+from vlm_envs.rewards import RewardError, call_reward, check_reward
 
 #: The tool every env gets: the model's reply, as the env's text protocol reads it.
 REPLY_TOOL = "reply"
@@ -49,6 +58,7 @@ RESERVED = ("reset", "get_reward", REPLY_TOOL)
 #: JSON schema types as Python annotations (transformers writes the schema back from these).
 JSON_TYPES: dict[str, Any] = {"string": str, "number": float, "integer": int, "boolean": bool, "object": dict}
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_log = logging.getLogger(__name__)
 
 
 class UnsupportedTemplateError(ValueError):
@@ -79,20 +89,24 @@ class TrlEnvironment:
 
     env_name: ClassVar[str] = ""
     env_config: ClassVar[dict[str, Any]] = {}
-    make_env: ClassVar[Callable[[], Env] | None] = None
+    #: Builds the env when given (private: TRL offers every public function of the class as a tool).
+    _make_env: ClassVar[Callable[[], Env] | None] = None
 
     def __init__(self) -> None:
         self._env = (
-            self.make_env() if self.make_env is not None else build_env(self.env_name, **self.env_config)
+            self._make_env() if self._make_env is not None else build_env(self.env_name, **self.env_config)
         )
         self._done = True
+        self._steps = 0
         self.last_info: dict[str, Any] = {}
+        #: Why this episode's reward was refused (``get_reward`` then returns ``None``), else ``None``.
+        self.reward_error: str | None = None
 
     def reset(self, **row: Any) -> list[dict[str, Any]]:
         """Start an episode (the row's ``seed`` picks it) and return its first observation's parts."""
         obs, _ = self._env.reset(seed=check_seed(row.get("seed")))  # a bad seed column: one clear error
-        self._done = False
-        self.last_info = {}
+        self._done, self._steps = False, 0
+        self.last_info, self.reward_error = {}, None
         return _parts(obs)
 
     def reply(self, text: str) -> list[dict[str, Any]] | str:
@@ -103,16 +117,33 @@ class TrlEnvironment:
         """
         return self._step(text)
 
-    def get_reward(self) -> float:
-        """The env's episode reward (of the episode as far as it was played)."""
-        return float(self._env.episode_reward())
+    def get_reward(self) -> float | None:
+        """The env's episode reward (of the episode as far as it was played), checked; ``None`` (TRL:
+        this rollout unscored) when it or a step reward was refused, the reason in ``reward_error``."""
+        if self.reward_error is None:
+            try:
+                return call_reward(self._env.episode_reward, "the episode reward")
+            except RewardError as err:
+                self._refuse(err)
+        return None
 
     def _step(self, text: str) -> list[dict[str, Any]] | str:
         if self._done:
             return "The episode is over: do not call any more tools."
-        obs, self._done, info = self._env.step(text)
+        try:
+            obs, self._done, info = self._env.step(text)
+            check_reward(info.reward, f"the step reward of turn {self._steps}")
+        except RewardError as err:  # the episode cannot be scored: it ends here, unscored
+            self._done = True
+            self._refuse(err)
+            return "The episode is over: do not call any more tools."
+        self._steps += 1
         self.last_info = {"reward": info.reward, "metrics": dict(info.metrics), "done": self._done}
         return _parts(obs)
+
+    def _refuse(self, err: RewardError) -> None:
+        self.reward_error = str(err)
+        _log.warning("%s: reward refused, rollout left unscored: %s", type(self).__name__, err)
 
 
 def environment_factory(
@@ -135,12 +166,14 @@ def environment_factory(
         make_env = functools.partial(RemoteEnv, url, env, **config)
     probe = make_env() if make_env is not None else build_env(env, **config)
     try:
+        if url is not None:  # a server answers the env's tools with a reset: play one to learn them
+            probe.reset(seed=0)
         schemas = probe.tools()
     finally:
         probe.close()
     methods: dict[str, Any] = {"env_name": env, "env_config": dict(config)}
     if make_env is not None:
-        methods["make_env"] = staticmethod(make_env)
+        methods["_make_env"] = staticmethod(make_env)
     for schema in schemas:
         tool = env_tool(schema)
         methods[tool.__name__] = tool

@@ -12,7 +12,10 @@ Each task is one seed: its ``info`` holds env, seed and config, its prompt is th
 observation. :class:`VlmEnvsEnv` steps the env host-side as the run's user: each reply goes to
 ``env.step`` and the next observation comes back as the user turn; the episode ends when the env is
 done. Images travel as ``image_url`` parts with lossless PNG data URIs. The env's episode reward is
-the trace's ``episode_reward``, its last metrics are trace metrics.
+the trace's ``episode_reward``, its last metrics are trace metrics. Rewards pass the one reward check
+(:mod:`vlm_envs.rewards`): an episode or step reward that is NaN, inf, ``None``, beyond the bound or
+raising is never recorded; the trace fails with the reason as a ``TaskError`` (verifiers' error for a
+task's reward that raised: the episode is not ``ok``, the run goes on, ``--resume`` plays it again).
 
 What carries over: the envs, every turn's images, the rewards and metrics. What does not: the
 tokenization (the verifiers consumer renders the chat; no token-exact trajectory as our slime, verl
@@ -36,6 +39,7 @@ from verifiers.v1.utils.loaders import load_environment as vf_load_environment
 from vlm_envs.imaging import png_data_uri
 from vlm_envs.protocol import Observation
 from vlm_envs.registry import build_env
+from vlm_envs.rewards import RewardError, call_reward, check_reward
 
 __all__ = ["LocalChatHarness", "VlmEnvsEnv", "VlmEnvsTaskset", "load_environment"]
 
@@ -110,14 +114,21 @@ class VlmEnvsEnv(vf.Env[VlmEnvsEnvConfig]):
             metrics: dict[str, float] = {}
             async with agents.player.interaction(task) as interaction:
                 segment = await interaction.turn()  # the task's prompt is the first observation
-                while not segment.terminated:
-                    obs, done, step = env.step(segment.last_reply)
-                    metrics = {k: float(v) for k, v in step.metrics.items()}
-                    if done:
-                        break
-                    segment = await interaction.turn([vf.UserMessage(content=content(obs))])
+                try:
+                    turn = 0
+                    while not segment.terminated:
+                        obs, done, step = env.step(segment.last_reply)
+                        check_reward(step.reward, f"the step reward of turn {turn}")
+                        metrics = {k: float(v) for k, v in step.metrics.items()}
+                        if done:
+                            break
+                        segment = await interaction.turn([vf.UserMessage(content=content(obs))])
+                        turn += 1
+                    reward = call_reward(env.episode_reward, "the episode reward")
+                except RewardError as err:  # never a guessed score: the trace fails saying why
+                    raise vf.TaskError(f"{task.data.name}: {err}") from None
                 # recorded before the exchange closes, so the run's scoring and its log see them
-                interaction.trace.record_reward("episode_reward", float(env.episode_reward()), 1.0)
+                interaction.trace.record_reward("episode_reward", reward, 1.0)
                 interaction.trace.record_metrics(metrics)
         finally:
             env.close()

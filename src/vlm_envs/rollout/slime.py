@@ -16,6 +16,8 @@ only from the YAML given to ``--custom-config-path``, together with ``max_turns`
     vlm_envs_read_timeout: 60    # optional: seconds a read of SGLang's reply may make no progress
     vlm_envs_turn_timeout: 300   # optional: seconds one generation may take, retries included
     vlm_envs_max_body_bytes: 20000000  # optional: cap on a reply body (default: from max_new_tokens)
+    vlm_envs_remote_url: [http://host-a:8000]  # with vlm_envs.remote: the vlm-envs serve servers
+    vlm_envs_remote_timeout_s: 60   # optional, with vlm_envs.remote: seconds a reply may take
 
 Filled Sample fields: ``tokens`` (prompt + response, images expanded), ``response``,
 ``response_length``, ``loss_mask`` and ``rollout_log_probs`` (1 / the engine's log prob on generated
@@ -27,7 +29,9 @@ the error if any). This is the only module that knows slime.
 A row (``sample.metadata``) is read by :class:`~vlm_envs.rollout.rows.RowSpec`: it may name a
 registered env, or a module path or file only where the YAML names it (``rollout_interaction_env_path``
 or ``vlm_envs_allowed_envs``); a row with a ``seed`` builds its env from its env config alone, a row
-without one from the sample (its task); a refused row fails its sample, saying why. Windowed
+without one from the sample (its task); a refused row fails its sample, saying why (a row of
+``vlm_envs.remote`` names its served ``env`` and config, never the servers, token or timeout: those
+are the YAML's ``vlm_envs_remote_*`` and ``$VLM_ENVS_SERVE_TOKEN``). Windowed
 histories (``vlm_envs_history: window:K``) return one Sample per turn, rewarded as
 ``vlm_envs_turn_reward`` (``episode``, ``return``, ``step``) and ``vlm_envs_gamma`` (in [0, 1]) say.
 

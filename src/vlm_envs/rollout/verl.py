@@ -8,6 +8,7 @@ writes it)::
     - name: vlm_envs
       _target_: vlm_envs.rollout.verl.VlmEnvsAgentLoop
       allowed_envs: [my_pkg.my_env]   # optional: module paths or files rows may name
+      remote_url: [http://host-a:8000]  # optional: the vlm-envs serve servers of vlm_envs.remote rows
 
 A row's ``extra_info`` names the episode as slime rows' ``metadata`` does (read by
 :class:`~vlm_envs.rollout.rows.RowSpec`): ``env`` (a registered env, or a module path or file listed
@@ -191,7 +192,10 @@ class VlmEnvsAgentLoop(AgentLoopBase):
     ``AgentLoopBase.__init__`` is not called: it builds verl's own token builder, which this loop
     never uses (the codec encodes), and it may raise, which would fail verl's whole batch.
     ``allowed_envs`` comes from the loop's entry in the agent-loop YAML (verl passes an entry's keys
-    to the loop); a bad value fails every row, saying why, rather than verl's batch.
+    to the loop); a bad value fails every row, saying why, rather than verl's batch. So do
+    ``remote_url`` and ``remote_timeout_s``: the servers rows of ``vlm_envs.remote`` play on (a row
+    may not name them), passed to its ``build_env`` as ``args.vlm_envs_remote_url`` and
+    ``args.vlm_envs_remote_timeout_s``.
     """
 
     def __init__(
@@ -201,6 +205,8 @@ class VlmEnvsAgentLoop(AgentLoopBase):
         tokenizer: Any,
         processor: Any,
         allowed_envs: Any = None,
+        remote_url: Any = None,
+        remote_timeout_s: Any = None,
         **kwargs: Any,
     ) -> None:
         self.config = trainer_config.config
@@ -209,6 +215,7 @@ class VlmEnvsAgentLoop(AgentLoopBase):
         self.tokenizer = tokenizer
         self.processor = processor
         self.allowed_envs = allowed_envs
+        self.remote = {"vlm_envs_remote_url": remote_url, "vlm_envs_remote_timeout_s": remote_timeout_s}
 
     def _filler_id(self) -> int:
         """The token of a failed row's one masked response token (the tokenizer's end of sequence)."""
@@ -231,7 +238,7 @@ class VlmEnvsAgentLoop(AgentLoopBase):
             codec = _codec(self.processor if self.processor is not None else self.tokenizer)
             row_sample = types.SimpleNamespace(metadata=dict(extra_info), prompt=kwargs.get("raw_prompt"))
             sample, env_config = config.row.build_inputs(row_sample)
-            args = types.SimpleNamespace(max_turns=config.episode.max_turns)
+            args = types.SimpleNamespace(max_turns=config.episode.max_turns, **self.remote)
             env = build_env(config.env, sample=sample, args=args, **env_config)
         except Exception as err:  # a missing env, a bad row or config fails this row only
             return failed_output(record, f"{type(err).__name__}: {err}", self._filler_id())

@@ -66,7 +66,8 @@ def create_app(config: ServeConfig) -> Starlette:
     async def ws(websocket) -> None:  # type: ignore[no-untyped-def]
         await websocket_endpoint(websocket, service)
 
-    middleware = [Middleware(BearerToken, token=config.token)] if config.token else []
+    open_paths = frozenset({"/health"})  # a liveness probe carries no token; /health tells nothing private
+    middleware = [Middleware(BearerToken, token=config.token, open_paths=open_paths)] if config.token else []
     app = Starlette(
         routes=[
             route("/reset", reset, "POST"),
@@ -74,6 +75,7 @@ def create_app(config: ServeConfig) -> Starlette:
             route("/state", state, "GET"),
             route("/close", close, "POST"),
             route("/health", health, "GET"),
+            route("/metrics", metrics, "GET"),
             route("/schema", schema, "GET"),
             route("/metadata", metadata, "GET"),
             WebSocketRoute("/ws", ws),
@@ -147,6 +149,7 @@ async def close(request: Request, service: Service) -> Response:
 
 
 async def health(request: Request, service: Service) -> Response:
+    """Open to anyone (no token): the status and counts, never a session id or an env's name."""
     sessions = service.sessions
     return JSONResponse(
         {
@@ -155,9 +158,19 @@ async def health(request: Request, service: Service) -> Response:
             "max_sessions": sessions.max_sessions,
             "in_flight": service.in_flight,
             "workers": service.workers.processes,
-            "envs": sorted(service.served),
         }
     )
+
+
+async def metrics(request: Request, service: Service) -> Response:
+    """The server's metrics in Prometheus' text exposition format 0.0.4."""
+    text = service.metrics.render(
+        sessions=len(service.sessions),
+        max_sessions=service.sessions.max_sessions,
+        in_flight=service.in_flight,
+        workers=service.workers.processes,
+    )
+    return Response(text, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
 async def schema(request: Request, service: Service) -> Response:

@@ -42,7 +42,8 @@ class ServeConfig:
     worker_memory_mib: int = 4096
     #: Whether ``state`` answers the oracle's reply (off: the oracle is the operator's to expose).
     oracle: bool = False
-    #: How long a new connection may take to send its request headers (seconds).
+    #: How long a connection may take to send a request's headers, then its body; and how long a
+    #: reply may wait on a client that reads nothing (seconds).
     header_timeout_s: float = 10.0
     #: How long an idle keep-alive HTTP connection stays open (seconds).
     keep_alive_s: float = 5.0
@@ -74,6 +75,16 @@ class ServeConfig:
         ):
             if not getattr(self, name) > 0:
                 raise ServeConfigError(f"{name} must be > 0, got {getattr(self, name)}")
+        if self.call_timeout_s <= self.call_deadline_s:
+            raise ServeConfigError(
+                f"call_timeout_s ({self.call_timeout_s:g}) must be above call_deadline_s "
+                f"({self.call_deadline_s:g}): the timeout kills the worker, the deadline only the call"
+            )
+        if self.session_memory_mib > self.worker_memory_mib:
+            raise ServeConfigError(
+                f"session_memory_mib ({self.session_memory_mib}) must be at most worker_memory_mib "
+                f"({self.worker_memory_mib})"
+            )
         if not is_loopback(self.host) and not self.token:
             raise ServeConfigError(
                 f"binding {self.host!r} (not loopback) needs a bearer token: give --token or set ${TOKEN_ENV}"

@@ -14,6 +14,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 #: WebSocket close codes (RFC 6455): a refused or broken rule, and "try again later" (capacity).
 CLOSE_POLICY = 1008
 CLOSE_TRY_LATER = 1013
+#: How deep a request's JSON may nest (a client's env config is checked at 32 levels further on).
+MAX_JSON_DEPTH = 64
 
 
 class ApiError(Exception):
@@ -33,14 +35,18 @@ def error_response(status: int, message: str) -> JSONResponse:
 
 
 class BearerToken:
-    """ASGI middleware: every HTTP request and WebSocket must carry ``Authorization: Bearer TOKEN``."""
+    """ASGI middleware: every HTTP request and WebSocket must carry ``Authorization: Bearer TOKEN``,
+    but HTTP requests to ``open_paths`` (a liveness probe carries no header)."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, open_paths: frozenset[str] = frozenset()) -> None:
         self.app = app
         self.expected = b"Bearer " + token.encode()
+        self.open_paths = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket"):
+        if scope["type"] not in ("http", "websocket") or (
+            scope["type"] == "http" and scope["path"] in self.open_paths
+        ):
             await self.app(scope, receive, send)
             return
         given = next((v for k, v in scope["headers"] if k == b"authorization"), b"")
@@ -73,14 +79,36 @@ async def read_json(request: Request, cap: int) -> dict[str, Any]:
 
 
 def json_object(raw: bytes | str, error: type[ApiError]) -> dict[str, Any]:
-    """``raw`` parsed as a JSON object; ``error(400, ...)`` if it is not one."""
+    """``raw`` parsed as a JSON object nested at most :data:`MAX_JSON_DEPTH` deep, without Python's
+    ``NaN``/``Infinity`` extensions; ``error(400, ...)`` otherwise. (``json.loads`` itself stops at
+    the interpreter's recursion limit, with a RecursionError, before the stack would.)"""
     try:
-        value = json.loads(raw)
+        value = json.loads(raw, parse_constant=_not_json)
     except (ValueError, RecursionError) as err:
         raise error(400, f"malformed JSON: {' '.join(str(err).split())[:200]}") from None
     if not isinstance(value, dict):
         raise error(400, f"expected a JSON object, got {type(value).__name__}")
+    if too_deep(value, MAX_JSON_DEPTH):
+        raise error(400, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     return value
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not JSON")
+
+
+def too_deep(value: Any, limit: int) -> bool:
+    """Whether ``value``'s objects and arrays nest deeper than ``limit`` (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, dict | list):
+                if depth + 1 > limit:
+                    return True
+                stack.append((child, depth + 1))
+    return False
 
 
 def validated(model: type[BaseModel], data: Any) -> Any:

@@ -4,9 +4,10 @@ Each worker is a spawned process (:func:`vlm_envs.serve.worker.worker_main`) hol
 sessions placed on it. A call is written to its pipe from the event loop (the worker drains the
 pipe on a thread of its own, so the write does not wait on env work) and answered through an
 ``asyncio`` future that a reader thread settles. A worker that dies fails the calls it held with
-the reason, tells ``on_death`` (the session table marks its sessions lost) and is started again; a
-call that gets no answer within ``call_timeout_s`` kills its worker (an env step that never
-returns holds every session of that worker).
+the reason, tells ``on_death`` (the session table marks its sessions lost) and is started again. A
+call past its deadline is ended inside the worker (:mod:`vlm_envs.serve.limits`); one that still gets
+no answer within ``call_timeout_s`` (work no signal interrupts) kills its worker, with every session on
+it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from vlm_envs.serve.worker import worker_main
+from vlm_envs.serve.limits import worker_environment
+from vlm_envs.serve.worker import Answer, WorkerSettings, worker_main
 
 #: How long a stopping worker gets before it is killed (seconds).
 STOP_TIMEOUT_S = 5.0
@@ -35,13 +37,16 @@ class WorkerDied(Exception):
 class _Process:
     """One worker process, its pipe, its unanswered calls and the thread reading its replies."""
 
-    def __init__(self, ctx: Any, target: Callable, served: Mapping[str, str], generation: int) -> None:
+    def __init__(
+        self, ctx: Any, target: Callable, served: Mapping[str, str], settings: WorkerSettings, generation: int
+    ) -> None:
         self.generation = generation
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(
-            target=target, args=(child, dict(served)), daemon=True, name="vlm-envs-serve-worker"
+            target=target, args=(child, dict(served), settings), daemon=True, name="vlm-envs-serve-worker"
         )
-        self.process.start()
+        with worker_environment():
+            self.process.start()
         child.close()
         self.pending: dict[int, asyncio.Future] = {}
         self.lock = threading.Lock()
@@ -62,13 +67,15 @@ class EnvWorkers:
         processes: int,
         served: Mapping[str, str],
         *,
-        call_timeout_s: float = 120.0,
+        call_timeout_s: float = 30.0,
+        settings: WorkerSettings | None = None,
         on_death: Callable[[int, int, str], None] | None = None,
-        target: Callable[[Any, Mapping[str, str]], None] = worker_main,
+        target: Callable[[Any, Mapping[str, str], WorkerSettings], None] = worker_main,
     ) -> None:
         if processes < 1:
             raise ValueError(f"workers must be >= 1, got {processes}")
         self.served = dict(served)
+        self.settings = settings or WorkerSettings()
         self.target = target  # what a worker process runs (worker_main; a test may swap it)
         self.call_timeout_s = call_timeout_s
         self.on_death = on_death or (lambda index, generation, reason: None)
@@ -102,11 +109,9 @@ class EnvWorkers:
     def pids(self) -> list[int | None]:
         return [None if p is None else p.pid for p in self._procs]
 
-    async def call(
-        self, index: int, generation: int, op: str, session_id: str, payload: Any
-    ) -> tuple[int, bytes]:
-        """Send one call to worker ``index`` and await ``(status, body)``; :class:`WorkerDied` if the
-        worker that holds the session (``generation``) is gone or dies before answering."""
+    async def call(self, index: int, generation: int, op: str, session_id: str, payload: Any) -> Answer:
+        """Send one call to worker ``index`` and await its answer; :class:`WorkerDied` if the worker
+        that holds the session (``generation``) is gone or dies before answering."""
         proc = self._procs[index]
         if self.broken is not None:
             raise WorkerDied(self.broken)
@@ -157,7 +162,7 @@ class EnvWorkers:
     # ---- internals --------------------------------------------------------------------------------
 
     def _start(self, index: int) -> None:
-        proc = _Process(self._ctx, self.target, self.served, next(self._generations))
+        proc = _Process(self._ctx, self.target, self.served, self.settings, next(self._generations))
         self._procs[index] = proc
         threading.Thread(
             target=self._read, args=(index, proc), daemon=True, name="vlm-envs-serve-reader"
@@ -168,7 +173,7 @@ class EnvWorkers:
         assert loop is not None
         try:
             while True:
-                call_id, status, body = pickle.loads(proc.conn.recv_bytes())
+                call_id, answer = pickle.loads(proc.conn.recv_bytes())
                 if call_id == -1:
                     proc.ready.set()
                     self._failed_starts = 0
@@ -176,7 +181,7 @@ class EnvWorkers:
                 with proc.lock:
                     future = proc.pending.get(call_id)
                 if future is not None:
-                    loop.call_soon_threadsafe(_settle, future, (status, body))
+                    loop.call_soon_threadsafe(_settle, future, answer)
         except (EOFError, OSError):
             pass
         proc.process.join(STOP_TIMEOUT_S)
@@ -201,7 +206,7 @@ class EnvWorkers:
                 loop.call_soon_threadsafe(self.on_death, index, proc.generation, reason)
 
 
-def _settle(future: asyncio.Future, result: tuple[int, bytes]) -> None:
+def _settle(future: asyncio.Future, result: Answer) -> None:
     if not future.done():
         future.set_result(result)
 

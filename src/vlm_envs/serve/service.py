@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import time
 from collections.abc import Coroutine
 from typing import Any
 
@@ -13,6 +15,7 @@ from vlm_envs.serve.metrics import ServeMetrics
 from vlm_envs.serve.pool import EnvWorkers, WorkerDied
 from vlm_envs.serve.sessions import Refused, Session, Sessions, lost_reason
 from vlm_envs.serve.wire import ResetFields
+from vlm_envs.serve.worker import DEADLINE, MEMORY, WorkerSettings
 
 #: How long the workers get to start (their imports) before the server starts anyway.
 READY_TIMEOUT_S = 120.0
@@ -24,13 +27,21 @@ class Service:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.served = config.served()
+        self.metrics = ServeMetrics()
         self.workers = EnvWorkers(
-            config.workers, self.served, call_timeout_s=config.call_timeout_s, on_death=self._worker_died
+            config.workers,
+            self.served,
+            call_timeout_s=config.call_timeout_s,
+            settings=WorkerSettings.of(config),
+            on_death=self._worker_died,
         )
         self.sessions = Sessions(
-            config.max_sessions, config.idle_timeout_s, config.workers, self.workers.generation
+            config.max_sessions,
+            config.idle_timeout_s,
+            config.workers,
+            self.workers.generation,
+            refused=self.metrics.refused,
         )
-        self.metrics = ServeMetrics()
         self.in_flight = 0
         self.quiet = asyncio.Event()  # set while nothing is in flight
         self.quiet.set()
@@ -68,20 +79,31 @@ class Service:
 
     async def call(self, session: Session, op: str, payload: Any) -> tuple[int, bytes]:
         """One call on ``session``'s env; worker deaths answer 500 with the reason, and the session
-        is lost (an HTTP one is closed, a WebSocket one moves to a live worker)."""
+        is lost (an HTTP one is closed, a WebSocket one moves to a live worker). A session closed while
+        the call waited for its lock answers 410 without reaching the worker; one the worker closed
+        (past its deadline or memory budget) is closed here too."""
         if self.sessions.draining and op != "close":
             raise ApiError(503, "the server is shutting down: no new calls")
         self.in_flight += 1
         self.quiet.clear()
         try:
             async with session.lock:
+                if session.closed is not None:  # closed while this call waited: nothing may rebuild it
+                    raise ApiError(410, session.closed)
                 if session.lost is not None:  # a WebSocket session whose worker died since its last call
                     reason, session.lost = session.lost, None
                     self.sessions.rehome(session)
                     raise ApiError(500, f"session lost: {reason}; reset to start a new episode")
                 try:
                     where = (session.worker, session.generation)
-                    return await self.workers.call(*where, op, session.id, payload)
+                    started = time.monotonic()
+                    answer = await self.workers.call(*where, op, session.id, payload)
+                    self.metrics.call_done(op, time.monotonic() - started)
+                    if answer.cause is not None:
+                        self.metrics.refused(answer.cause)
+                    if answer.cause in (DEADLINE, MEMORY) and not session.websocket:
+                        self.sessions.close(session, answer.body.decode(errors="replace"))
+                    return answer.status, answer.body
                 except WorkerDied as err:
                     if session.websocket:
                         self.sessions.rehome(session)
@@ -112,15 +134,29 @@ class Service:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(self.quiet.wait(), self.config.drain_timeout_s)
 
+    async def worker_stats(self) -> list[dict[str, Any] | None]:
+        """Each worker's own count of the sessions it holds and its memory (``None``: not answering)."""
+        stats: list[dict[str, Any] | None] = []
+        for index in range(self.workers.processes):
+            try:
+                answer = await self.workers.call(index, self.workers.generation(index), "stats", "", None)
+                stats.append(json.loads(answer.body))
+            except WorkerDied:
+                stats.append(None)
+        return stats
+
     async def _free(self, session: Session) -> None:
-        with contextlib.suppress(WorkerDied):
-            await self.workers.call(session.worker, session.generation, "close", session.id, None)
+        """Free the session's env in its worker, after any call of it in flight (under its lock)."""
+        async with session.lock:
+            with contextlib.suppress(WorkerDied):
+                await self.workers.call(session.worker, session.generation, "close", session.id, None)
 
     def _worker_died(self, index: int, generation: int, reason: str) -> None:
+        self.metrics.worker_restarted()
         self.sessions.worker_died(index, generation, reason)
 
     async def _reap_idle(self) -> None:
-        every = min(5.0, self.config.idle_timeout_s / 4)
+        every = min(5.0, max(0.25, self.config.idle_timeout_s / 4))  # floored: a tiny timeout never spins
         while True:
             await asyncio.sleep(every)
             for session in self.sessions.idle():

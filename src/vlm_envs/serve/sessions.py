@@ -4,7 +4,8 @@ Everything here runs on the server's event loop (no locks). A session is one epi
 WebSocket connection, or an HTTP client holding the ``session_id`` that ``/reset`` answered. It
 lives on one worker, chosen least loaded when it opens; when that worker dies the session is
 *lost*: its next call answers the reason (an HTTP session then stays a tombstone, a WebSocket one
-moves to a live worker for its next reset).
+moves to a live worker for its next reset). A closed session is marked so (:attr:`Session.closed`): a
+call that was waiting for its lock answers that instead of reaching the worker.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ TOMBSTONES = 10_000
 def lost_reason(reason: str) -> str:
     """What a lost HTTP session's later calls answer."""
     return f"session lost: {reason}; reset without a session_id to open a new one"
+
+
+#: What a call waiting on a session that its client closed meanwhile answers.
+CLOSED = "session closed: reset without a session_id to open a new one"
 
 
 class Refused(Exception):
@@ -47,6 +52,7 @@ class Session:
         self.last_active = time.monotonic()
         self.lock = asyncio.Lock()  # one call at a time per session: its env is not reentrant
         self.lost: str | None = None
+        self.closed: str | None = None  # why the session was closed, once it is
         self.on_close: Callable[[str], None] | None = None  # a WebSocket's way to be closed
 
     def touch(self) -> None:
@@ -57,9 +63,15 @@ class Sessions:
     """At most ``max_sessions`` sessions over ``workers`` workers, closed after ``idle_timeout_s``."""
 
     def __init__(
-        self, max_sessions: int, idle_timeout_s: float, workers: int, generation: Callable[[int], int]
+        self,
+        max_sessions: int,
+        idle_timeout_s: float,
+        workers: int,
+        generation: Callable[[int], int],
+        refused: Callable[[str], None] = lambda cause: None,
     ) -> None:
         self.max_sessions = max_sessions
+        self.refused = refused  # told "capacity" for each session refused at the cap
         self.idle_timeout_s = idle_timeout_s
         self._generation = generation
         self._by_id: dict[str, Session] = {}
@@ -75,6 +87,7 @@ class Sessions:
         if self.draining:
             raise Refused("the server is shutting down: no new sessions")
         if len(self._by_id) >= self.max_sessions:
+            self.refused("capacity")
             raise Refused(
                 f"the server holds its maximum of {self.max_sessions} sessions (--max-sessions): "
                 "try again later or another server"
@@ -96,6 +109,7 @@ class Sessions:
 
     def close(self, session: Session, reason: str | None = None) -> None:
         """Forget ``session``; with ``reason`` its id answers that reason for a while."""
+        session.closed = session.closed or reason or CLOSED
         if self._by_id.pop(session.id, None) is not None:
             self._load[session.worker] -= 1
         if reason is not None and not session.websocket:

@@ -46,7 +46,13 @@ def _error(status: int, message: str) -> str:
 
 
 async def websocket_endpoint(websocket: WebSocket, service: Service) -> None:
-    """Serve one session over ``websocket`` until the client closes it or the server does."""
+    """Serve one session over ``websocket`` until the client closes it or the server does; a client
+    that leaves without a close frame ends its session quietly (nothing is logged)."""
+    with contextlib.suppress(WebSocketDisconnect):
+        await _serve(websocket, service)
+
+
+async def _serve(websocket: WebSocket, service: Service) -> None:
     await websocket.accept()
     try:
         session = service.sessions.open(websocket=True)

@@ -30,12 +30,10 @@ send it back as ``"session_id"`` (OpenEnv's request models allow extra body fiel
 from __future__ import annotations
 
 import base64
-import io
 import json
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from vlm_envs.imaging import lossless_png
@@ -75,7 +73,7 @@ class WireObservation(BaseModel):
 class ResetFields(BaseModel):
     """What ``reset`` takes (an HTTP body or a WebSocket message's ``data``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no "3", 3.0 or true read as a seed
 
     env: str | None = Field(default=None, description="the env to play (optional if one is served)")
     seed: int | None = Field(default=None, ge=0, lt=1 << 64)
@@ -88,7 +86,7 @@ class ResetFields(BaseModel):
 class StepFields(BaseModel):
     """What HTTP ``/step`` takes: OpenEnv's step request plus the session handle."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     action: Action
     session_id: str = Field(max_length=64)
@@ -99,7 +97,7 @@ class StepFields(BaseModel):
 class SessionFields(BaseModel):
     """What HTTP ``/close`` takes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     session_id: str = Field(max_length=64)
 
@@ -115,14 +113,9 @@ class State(BaseModel):
     seed: int | None = None
     done: bool = False
     episode_reward: float | None = None
+    #: Why the env's episode reward was refused (non-finite, too large, not a number, raised).
+    reward_error: str | None = None
     oracle_response: str | None = None
-
-
-def decode_image(data: str) -> Image.Image:
-    """A wire image (base64 PNG) as a loaded PIL image."""
-    image = Image.open(io.BytesIO(base64.b64decode(data, validate=True)))
-    image.load()
-    return image
 
 
 def observation_fields(obs: Observation) -> dict[str, Any]:
@@ -137,9 +130,18 @@ def observation_fields(obs: Observation) -> dict[str, Any]:
 
 
 def reply_body(
-    obs: Observation, info: StepInfo | None, done: bool, episode_reward: float | None, extra: Mapping
+    obs: Observation,
+    info: StepInfo | None,
+    done: bool,
+    episode_reward: float | None,
+    extra: Mapping,
+    *,
+    reward: float | None = None,
+    reward_error: str | None = None,
 ) -> bytes:
-    """The reply to a reset (``info`` None) or a step, as OpenEnv's reset/step response JSON."""
+    """The reply to a reset (``info`` None) or a step, as OpenEnv's reset/step response JSON. ``reward``
+    and ``episode_reward`` as :func:`vlm_envs.rewards.check_reward` passed them (``None``: refused, or
+    none), ``reward_error`` why one was refused."""
     terminated = bool(info and info.terminated)
     truncated = bool(info and info.truncated)
     status = "terminated" if terminated else "truncated" if truncated else "running"
@@ -149,39 +151,17 @@ def reply_body(
         "truncated": truncated,
         "metrics": json_safe(info.metrics) if info else {},
         "info": json_safe(info.info) if info else {},
-        "episode_reward": json_safe(episode_reward),
+        "episode_reward": episode_reward,
+        "reward_error": reward_error,
         **extra,
     }
     body = {
         "observation": observation_fields(obs),
-        "reward": json_safe(info.reward) if info else None,
+        "reward": reward,
         "done": bool(done),
         "metadata": metadata,
     }
     return json.dumps(body, separators=(",", ":"), allow_nan=False).encode()
-
-
-def parse_reply(body: Mapping[str, Any]) -> tuple[Observation, bool, StepInfo, dict[str, Any]]:
-    """A reset/step reply as our types: the observation, done, the step's info and the metadata."""
-    fields = body["observation"]
-    meta = dict(body.get("metadata") or {})
-    images = [decode_image(data) for data in fields.get("images") or []]
-    obs = Observation(
-        text=fields.get("text", ""),
-        images=images,
-        role=fields.get("role", "user"),
-        metadata=dict(fields.get("metadata") or {}),
-        image_slots=tuple(fields.get("image_slots") or ()),
-    )
-    reward = body.get("reward")
-    info = StepInfo(
-        reward=float(reward) if reward is not None else 0.0,
-        terminated=bool(meta.get("terminated", False)),
-        truncated=bool(meta.get("truncated", False)),
-        metrics=dict(meta.get("metrics") or {}),
-        info=dict(meta.get("info") or {}),
-    )
-    return obs, bool(body.get("done", False)), info, meta
 
 
 def ws_frame(kind: str, body: bytes) -> bytes:

@@ -1,36 +1,79 @@
 """Inside a serve worker process: hold env sessions, answer reset/step/state/close for them.
 
 The server side is :class:`~vlm_envs.serve.pool.EnvWorkers`. Messages are pickled tuples: to the
-worker ``(op, call_id, session_id, payload)``; back ``(call_id, status, body)``, ``body`` the JSON
-bytes of the reply (``status`` 200) or a one-line error (any other status). Every piece of env work
-(building, reset, step, rendering, PNG and JSON encoding) happens here, never on the server's loop.
-A thread keeps the pipe drained while the main thread works, so the server never blocks writing.
+worker ``(op, call_id, session_id, payload)``; back ``(call_id, answer)``, an :class:`Answer` whose
+``body`` is the JSON bytes of the reply (``status`` 200) or a one-line error (any other status). Every
+piece of env work (building, reset, step, rendering, PNG and JSON encoding) happens here, never on the
+server's loop. A thread keeps the pipe drained while the main thread works, so the server never blocks
+writing.
+
+Each call runs under the session's bounds (:mod:`vlm_envs.serve.limits`): past its deadline it answers
+504, out of memory (an allocation past the cap, or a session holding more than its budget afterwards)
+503, and either way that session's env is dropped (its state may be half-changed) while the worker and
+its other sessions go on. A worker without room for one more session's budget refuses new ones (503).
+A client's config is checked before anything is built (:func:`vlm_envs.envs.config.check_client_config`,
+422), and rewards pass :func:`vlm_envs.rewards.check_reward` (a refused one answers null and
+``reward_error``). The internal op ``stats`` answers the worker's session count and memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import pickle
 import queue
+import signal
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NamedTuple
 
+from vlm_envs.envs.config import ClientConfigError, check_client_config
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import EpisodeFinishedError, check_seed
-from vlm_envs.registry import build_env
+from vlm_envs.registry import build_env, get_spec
+from vlm_envs.rewards import RewardError, call_reward, check_reward
+from vlm_envs.serve.config import ServeConfig
+from vlm_envs.serve.limits import MIB, DeadlineExceeded, MemoryBudget, Watchdog
 from vlm_envs.serve.wire import State, one_line, reply_body
 
 #: Added to a worker's niceness: the server's loop (every session's I/O) gets a core first.
 WORKER_NICENESS = 5
+#: The causes of refusals the server counts (:attr:`Answer.cause`).
+DEADLINE, MEMORY, CONFIG = "deadline", "memory", "config"
+#: What a reply that ended its session adds: how to go on.
+_CLOSED = "so this session is closed: reset (over HTTP without a session_id) to open a new one"
+
+
+class Answer(NamedTuple):
+    """A worker's answer to one call."""
+
+    status: int
+    body: bytes
+    #: What refused the call (``deadline``, ``memory``, ``config``), or ``None``. A ``deadline`` or
+    #: ``memory`` refusal means the worker holds no env for the session any more.
+    cause: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerSettings:
+    """The bounds a worker holds its calls to, and whether ``state`` runs the oracle."""
+
+    call_deadline_s: float = 10.0
+    session_memory_mib: int = 512
+    worker_memory_mib: int = 4096
+    oracle: bool = False
+
+    @classmethod
+    def of(cls, config: ServeConfig) -> WorkerSettings:
+        return cls(config.call_deadline_s, config.session_memory_mib, config.worker_memory_mib, config.oracle)
 
 
 class _Session:
-    """One session's env and where its episode stands."""
+    """One session's env, where its episode stands and the memory it holds."""
 
     def __init__(self) -> None:
         self.env: Any = None
@@ -41,6 +84,7 @@ class _Session:
         self.steps = 0
         self.done = False
         self.started = False
+        self.held = 0  # bytes: what its calls left resident
 
     def close(self) -> None:
         if self.env is not None:
@@ -52,47 +96,124 @@ class _Session:
 class Worker:
     """The sessions of one worker process and the answers to their calls."""
 
-    def __init__(self, served: Mapping[str, str]) -> None:
+    def __init__(
+        self, served: Mapping[str, str], settings: WorkerSettings, watchdog: Watchdog, budget: MemoryBudget
+    ) -> None:
         self.served = dict(served)
+        self.settings = settings
+        self.watchdog = watchdog
+        self.budget = budget
         self.sessions: dict[str, _Session] = {}
+        self._targets: dict[str, Any] = {}
 
-    def handle(self, op: str, session_id: str, payload: Any) -> tuple[int, bytes]:
+    def handle(self, op: str, session_id: str, payload: Any) -> Answer:
+        if op == "stats":
+            return Answer(200, json.dumps(self.stats()).encode())
         if op == "close":
-            session = self.sessions.pop(session_id, None)
-            if session is not None:
-                session.close()
-            return 200, b"{}"
-        session = self.sessions.setdefault(session_id, _Session())
+            self.drop(session_id)
+            return Answer(200, b"{}")
+        if op not in ("reset", "step", "state"):
+            return Answer(400, f"unknown operation {op[:40]!r}".encode())
+        session = self.sessions.get(session_id)
+        if session is None and op != "reset":
+            return Answer(409, b"no episode in this session yet: reset first")
+        if op == "reset" and (session is None or session.env is None) and not self.budget.room_for_session():
+            held, budget = self.budget.used() // MIB, self.settings.worker_memory_mib
+            message = f"this worker holds {held} MiB of its {budget} MiB: no room for a new session"
+            return Answer(503, f"{message}; try again later".encode(), MEMORY)
+        if session is None:
+            session = self.sessions[session_id] = _Session()
+        return self._bounded(op, session, session_id, payload)
+
+    def stats(self) -> dict[str, Any]:
+        """The worker's session count and memory (MiB)."""
+        return {
+            "pid": os.getpid(),
+            "sessions": len(self.sessions),
+            "rss_mib": round(self.budget.rss() / MIB, 1),
+            "used_mib": round(self.budget.used() / MIB, 1),
+            "budget_mib": self.settings.worker_memory_mib,
+        }
+
+    def drop(self, session_id: str) -> None:
+        """Forget a session and close its env (under a deadline too); hand the memory back."""
+        session = self.sessions.pop(session_id, None)
+        if session is None:
+            return
+        with contextlib.suppress(DeadlineExceeded, MemoryError), self.watchdog.deadline(self._deadline):
+            session.close()
+        self.budget.release()
+
+    @property
+    def _deadline(self) -> float:
+        return self.settings.call_deadline_s
+
+    def _bounded(self, op: str, session: _Session, session_id: str, payload: Any) -> Answer:
+        """One call under the session's deadline and memory budget; past either, the session is dropped."""
+        before = self.budget.rss()
+        try:
+            with self.budget.call(), self.watchdog.deadline(self._deadline):
+                answer = self._run(op, session, session_id, payload)
+        except DeadlineExceeded:
+            answer = _refusal(504, f"the call ran past its deadline of {self._deadline:g} s", DEADLINE)
+        except MemoryError:
+            budget = self.settings.session_memory_mib
+            answer = _refusal(503, f"the call ran out of its memory budget of {budget} MiB", MEMORY)
+        else:
+            session.held = max(0, session.held + self.budget.rss() - before)
+            if session.held > self.budget.session_bytes:
+                held, budget = session.held // MIB, self.settings.session_memory_mib
+                why = f"this session holds {held} MiB, past its budget of {budget} MiB"
+                answer = _refusal(503, why, MEMORY)
+        if answer.cause in (DEADLINE, MEMORY):
+            self.drop(session_id)
+        return answer
+
+    def _run(self, op: str, session: _Session, session_id: str, payload: Any) -> Answer:
         if op == "reset":
             return self._reset(session, session_id, payload)
         if not session.started:
-            return 409, b"no episode in this session yet: reset first"
+            return Answer(409, b"no episode in this session yet: reset first")
         if op == "step":
             return self._step(session, session_id, payload)
-        if op == "state":
-            return self._state(session)
-        return 400, f"unknown operation {op!r}".encode()
+        return self._state(session)
 
-    def _reset(self, session: _Session, session_id: str, payload: Mapping[str, Any]) -> tuple[int, bytes]:
-        name, config = payload["env"], payload["config"]
+    def _reset(self, session: _Session, session_id: str, payload: Mapping[str, Any]) -> Answer:
+        name, config, options = payload["env"], payload["config"], payload.get("options")
+        try:
+            target = self._target(name)
+            check_client_config(target, config)
+            check_client_config(target, options or {})
+        except ClientConfigError as err:  # a key that names a file, a folder, a server...: never a client's
+            return Answer(422, one_line(str(err)).encode(), CONFIG)
+        except MemoryError:
+            raise
+        except Exception as err:  # an env that cannot be loaded
+            return Answer(422, f"env {name!r} refused its config: {one_line(err)}".encode())
         key = json.dumps([name, json_safe(config)], sort_keys=True)
         if session.key != key:
-            session.close()
+            if session.env is not None:  # a new config: the old env goes, and its memory with it
+                session.close()
+                self.budget.release()
             session.key = None
             try:
                 session.env = build_env(self.served[name], **config)
+            except MemoryError:
+                raise
             except Exception as err:  # a config the env refuses: the client's to fix
-                return 422, f"env {name!r} refused its config: {one_line(err)}".encode()
+                return Answer(422, f"env {name!r} refused its config: {one_line(err)}".encode())
             session.key, session.env_name = key, name
         try:
             seed = check_seed(payload.get("seed"))
-            options = payload.get("options")
             obs, info = session.env.reset(seed) if options is None else session.env.reset(seed, options)
+        except MemoryError:
+            raise
         except Exception as err:  # a seed or options the env refuses
             session.started = False
-            return 422, f"reset failed: {one_line(err)}".encode()
+            return Answer(422, f"reset failed: {one_line(err)}".encode())
         session.episode_id = payload.get("episode_id") or uuid.uuid4().hex
         session.seed, session.steps, session.done, session.started = seed, 0, False, True
+        episode_reward, reward_error = self._episode_reward(session)
         extra = {
             "session_id": session_id,
             "episode_id": session.episode_id,
@@ -102,75 +223,120 @@ class Worker:
             "has_episode_reward": bool(session.env.has_episode_reward),
             "reset_info": json_safe(info),
         }
-        return 200, reply_body(obs, None, False, self._episode_reward(session), extra)
+        body = reply_body(obs, None, False, episode_reward, extra, reward_error=reward_error)
+        return Answer(200, body)
 
-    def _step(self, session: _Session, session_id: str, text: str) -> tuple[int, bytes]:
+    def _step(self, session: _Session, session_id: str, text: str) -> Answer:
         if session.done:
-            return 409, b"the episode is done: reset to start another"
+            return Answer(409, b"the episode is done: reset to start another")
         try:
             obs, done, info = session.env.step(text)
         except EpisodeFinishedError:
             session.done = True
-            return 409, b"the episode is done: reset to start another"
+            return Answer(409, b"the episode is done: reset to start another")
+        except MemoryError:
+            raise
         except Exception as err:  # an env that raises on a reply: the episode cannot go on
             session.done = True
-            return 500, f"the env failed on this step, episode ended: {one_line(err)}".encode()
+            return Answer(500, f"the env failed on this step, episode ended: {one_line(err)}".encode())
         session.steps += 1
         session.done = bool(done)
+        reward, step_error = _checked(lambda: check_reward(info.reward, "the step reward"))
+        episode_reward, episode_error = self._episode_reward(session)
+        error = "; ".join(e for e in (step_error, episode_error) if e) or None
         extra = {"session_id": session_id, "episode_id": session.episode_id, "step": session.steps}
-        return 200, reply_body(obs, info, done, self._episode_reward(session), extra)
+        body = reply_body(obs, info, done, episode_reward, extra, reward=reward, reward_error=error)
+        return Answer(200, body)
 
-    def _state(self, session: _Session) -> tuple[int, bytes]:
-        try:
-            oracle = None if session.done else session.env.oracle_response()
-        except Exception:  # an oracle that fails is no oracle for this state
-            oracle = None
+    def _state(self, session: _Session) -> Answer:
+        oracle = None
+        if self.settings.oracle and not session.done:
+            try:
+                oracle = session.env.oracle_response()
+            except MemoryError:
+                raise
+            except Exception:  # an oracle that fails is no oracle for this state
+                oracle = None
+        episode_reward, reward_error = self._episode_reward(session)
         state = State(
             episode_id=session.episode_id,
             step_count=session.steps,
             env=session.env_name,
             seed=session.seed,
             done=session.done,
-            episode_reward=self._episode_reward(session),
+            episode_reward=episode_reward,
+            reward_error=reward_error,
             oracle_response=oracle,
         )
-        return 200, state.model_dump_json().encode()
+        return Answer(200, state.model_dump_json().encode())
+
+    def _target(self, name: str) -> Any:
+        """What builds the served env ``name`` (its module or class), loaded once."""
+        if name not in self._targets:
+            self._targets[name] = get_spec(self.served[name]).load()
+        return self._targets[name]
 
     @staticmethod
-    def _episode_reward(session: _Session) -> float | None:
-        try:
-            return json_safe(float(session.env.episode_reward()))
-        except Exception:  # an env with no reward yet (slime-shaped envs) says so with None
-            return None
+    def _episode_reward(session: _Session) -> tuple[float | None, str | None]:
+        """The episode reward, checked, and why it was refused (both ``None`` for an env without one)."""
+        if not session.env.has_episode_reward:
+            return None, None
+        return _checked(lambda: call_reward(session.env.episode_reward, "the episode reward"))
 
 
-def worker_main(conn: Connection, served: Mapping[str, str]) -> None:
+def _refusal(status: int, why: str, cause: str) -> Answer:
+    """The answer to a call that ended its session."""
+    return Answer(status, f"{why}, {_CLOSED}".encode(), cause)
+
+
+def _checked(reward: Callable[[], float]) -> tuple[float | None, str | None]:
+    """``(reward(), None)``, or ``(None, why)`` for a reward the check refused (a MemoryError stays one)."""
+    try:
+        return reward(), None
+    except RewardError as err:
+        if isinstance(err.__cause__, MemoryError):
+            raise err.__cause__ from None
+        return None, one_line(str(err))
+
+
+def worker_main(conn: Connection, served: Mapping[str, str], settings: WorkerSettings) -> None:
     """A worker process: answer calls until the pipe closes or ``stop`` arrives."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle: it drains, then stops us
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
+    for target in set(served.values()):  # imported now, so no call's deadline or budget pays for it
+        with contextlib.suppress(Exception):  # an env that cannot load says why when a reset names it
+            get_spec(target).load()
+    watchdog = Watchdog()
     inbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
 
     def drain() -> None:
         while True:
             try:
                 inbox.put(conn.recv_bytes())
-            except (EOFError, OSError):  # the server is gone
+            except (EOFError, OSError, MemoryError):  # the server is gone (or the pipe cannot be read)
                 inbox.put(None)
                 return
 
     threading.Thread(target=drain, daemon=True, name="vlm-envs-serve-inbox").start()
-    worker = Worker(served)
-    conn.send_bytes(pickle.dumps((-1, 200, b"ready")))
+    budget = MemoryBudget(settings.session_memory_mib, settings.worker_memory_mib)  # after the imports
+    worker = Worker(served, settings, watchdog, budget)
+    conn.send_bytes(pickle.dumps((-1, Answer(200, b"ready"))))
     while (message := inbox.get()) is not None:
         op, call_id, session_id, payload = pickle.loads(message)
         if op == "stop":
             break
         try:
-            status, body = worker.handle(op, session_id, payload)
-        except Exception as err:  # a bug of ours must not end the worker's other sessions
-            status, body = 500, f"worker error: {one_line(err)}".encode()
+            answer = worker.handle(op, session_id, payload)
+        except (Exception, DeadlineExceeded) as err:  # a bug of ours must not end the other sessions
+            answer = Answer(500, f"worker error: {one_line(err)}".encode())
         try:
-            conn.send_bytes(pickle.dumps((call_id, status, body), protocol=5))
+            data = pickle.dumps((call_id, answer), protocol=5)
+        except MemoryError:
+            refusal = Answer(503, b"the reply did not fit in the worker's memory", MEMORY)
+            data = pickle.dumps((call_id, refusal))
+        try:
+            conn.send_bytes(data)
         except (EOFError, OSError):
             break
     for session in worker.sessions.values():

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from typing import Any
 
 import numpy as np
 
-from toyenvs.colors import ColorsEnv
+from toyenvs.colors import COLORS, ColorsEnv
 from vlm_envs import Observation, StepInfo
 
 
@@ -126,3 +127,29 @@ class NanMetric(ColorsEnv):
     def step(self, response_text: str):
         obs, done, info = super().step(response_text)
         return obs, done, info.model_copy(update={"metrics": {**info.metrics, "score": float("nan")}})
+
+
+class IndexesAnyDigit(ColorsEnv):
+    """Answers with a colour's number (``<answer>2</answer>``) and reads it with ``\\d``, which takes the
+    digits of every script, then indexes a table of ASCII digits (as matchstick's equations once did)."""
+
+    def random_response(self, rng: random.Random) -> str:
+        return f"<answer>{rng.randrange(len(COLORS))}</answer>"
+
+    def step(self, response_text: str):
+        match = re.search(r"<answer>(\d)</answer>", response_text)
+        if match is not None:
+            response_text = f"<answer>{sorted(COLORS)[int('0123'.index(match.group(1)))]}</answer>"
+        return super().step(response_text)
+
+
+class AcceptsNonText(ColorsEnv):
+    """Its ``step`` is set on the class after the class is made, so the protocol's guard never wraps it, and
+    it makes text of any reply."""
+
+
+def _any_reply_as_text(self: ColorsEnv, response_text: Any):
+    return ColorsEnv.step(self, str(response_text))
+
+
+AcceptsNonText.step = _any_reply_as_text  # type: ignore[method-assign]

@@ -12,7 +12,7 @@ from typing import NamedTuple
 from vlm_envs.envs.answers import answer_block, shown
 
 DIAL = 720
-_TIME = re.compile(r"(\d{1,2})\s*[:.h]\s*(\d{2})(?:\s*([ap])\.?\s*m\.?)?", re.IGNORECASE)
+_TIME = re.compile(r"([0-9]{1,2})\s*[:.h]\s*([0-9]{2})(?:\s*([ap])\.?\s*m\.?)?", re.IGNORECASE | re.ASCII)
 
 
 def spoken(minutes: int) -> str:

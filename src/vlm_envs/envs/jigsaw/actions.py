@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 from vlm_envs.envs.answers import answer_block, shown
 
-_SWAP = re.compile(r"swap\s*\(\s*(\d{1,3})\s*,\s*(\d{1,3})\s*\)", re.IGNORECASE)
+_SWAP = re.compile(r"swap\s*\(\s*([0-9]{1,3})\s*,\s*([0-9]{1,3})\s*\)", re.IGNORECASE | re.ASCII)
 _SEPARATORS = re.compile(r"[\s,;]*")
 
 

@@ -9,7 +9,7 @@ from typing import NamedTuple
 
 from vlm_envs.envs.answers import answer_block, answer_tokens, shown
 
-_CELL = re.compile(r"([A-Za-z])(\d{1,2})")
+_CELL = re.compile(r"([A-Za-z])([0-9]{1,2})")
 
 
 def cell_name(n: int, cell: int) -> str:

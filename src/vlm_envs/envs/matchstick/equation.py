@@ -30,7 +30,8 @@ SEGMENTS: dict[str, frozenset[str]] = {
 }
 _BY_SEGMENTS = {sticks: symbol for symbol, sticks in SEGMENTS.items()}
 _DIGIT_SLOTS, _OPERATOR_SLOTS = frozenset("abcdefg"), frozenset("hv")
-_EQUATION = re.compile(r"\s*(\d{1,3})\s*([+\-−])\s*(\d{1,3})\s*=\s*(\d{1,4})\s*")
+#: ASCII digits only: ``\d`` would take any script's digits, which have no sticks.
+_EQUATION = re.compile(r"\s*([0-9]{1,3})\s*([+\-−])\s*([0-9]{1,3})\s*=\s*([0-9]{1,4})\s*")
 
 
 @dataclasses.dataclass(frozen=True)

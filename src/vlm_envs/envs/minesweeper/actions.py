@@ -10,7 +10,7 @@ from typing import NamedTuple
 from vlm_envs.envs.answers import answer_block, shown
 from vlm_envs.envs.minesweeper.board import Cell, name
 
-_CELL = re.compile(r"(?:reveal\s+)?([A-Za-z])\s*(\d{1,3})(?![0-9A-Za-z])", re.IGNORECASE)
+_CELL = re.compile(r"(?:reveal\s+)?([A-Za-z])\s*([0-9]{1,3})(?![0-9A-Za-z])", re.IGNORECASE | re.ASCII)
 _SEPARATORS = re.compile(r"[\s,;]*")
 
 

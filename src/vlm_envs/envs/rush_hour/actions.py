@@ -10,7 +10,9 @@ from typing import NamedTuple
 from vlm_envs.envs.answers import answer_block, shown
 from vlm_envs.envs.rush_hour.board import DIRECTIONS, NAMES
 
-_MOVE = re.compile(r"([A-Za-z])\s*[:-]?\s*(up|down|left|right|u|d|l|r)\s*(\d{1,2})?", re.IGNORECASE)
+_MOVE = re.compile(
+    r"([A-Za-z])\s*[:-]?\s*(up|down|left|right|u|d|l|r)\s*([0-9]{1,2})?", re.IGNORECASE | re.ASCII
+)
 _SEPARATORS = re.compile(r"[,;\n]+")
 _LETTERS = {d[0]: d for d in DIRECTIONS}
 

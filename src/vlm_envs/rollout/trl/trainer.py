@@ -169,11 +169,12 @@ class VlmEnvsGRPOTrainer(GRPOTrainer):
 
     With this library's rollout, every row of ``train_dataset`` and ``eval_dataset`` is checked when
     the trainer is built (:class:`DatasetError`: the first bad row's index and reason). During
-    training, ``max_failed_steps`` (default 3) generation rounds in a row whose every episode FAILED
-    stop it with :class:`EpisodesFailedError`, naming the episodes' reasons.
+    training, a generation round whose every episode FAILED stops it with
+    :class:`EpisodesFailedError`, naming the episodes' reasons, as an error in stock TRL's generation
+    would; ``max_failed_steps`` (default 1) such rounds in a row are needed to stop it.
     """
 
-    def __init__(self, *args: Any, max_failed_steps: int = 3, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, max_failed_steps: int = 1, **kwargs: Any) -> None:
         check_trl()
         if not (isinstance(max_failed_steps, int) and max_failed_steps >= 1):
             raise ValueError(f"max_failed_steps must be an int >= 1, got {max_failed_steps!r}")
@@ -216,7 +217,11 @@ class VlmEnvsGRPOTrainer(GRPOTrainer):
     def count_failures(self, rows: Sequence[EpisodeRow]) -> None:
         """Count a generation round whose every episode FAILED; raise :class:`EpisodesFailedError`
         at ``max_failed_steps`` such rounds in a row."""
-        errors = [row.record.get("error") for row in rows if row.record.get("status") == Status.FAILED.value]
+        errors = [
+            " ".join(str(row.record.get("error")).split())  # one line
+            for row in rows
+            if row.record.get("status") == Status.FAILED.value
+        ]
         self._failed_steps = self._failed_steps + 1 if rows and len(errors) == len(rows) else 0
         if self._failed_steps >= self.max_failed_steps:
             reasons = "; ".join(f"{n}x {error}" for error, n in collections.Counter(errors).most_common(3))

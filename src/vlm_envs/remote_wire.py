@@ -1,0 +1,276 @@
+"""What a ``vlm-envs serve`` server's WebSocket replies may hold, read as hostile input by the client.
+
+:class:`~vlm_envs.remote.RemoteEnv` reads every frame through :func:`read_frame` and
+:func:`parse_reply` / :func:`parse_state` / :func:`parse_error`: a text frame holding one JSON object
+``{"type", "data"}``, no ``NaN``/``Infinity``, nested at most :data:`MAX_REPLY_DEPTH` deep, every field
+of the type the wire format (:mod:`vlm_envs.serve.wire`) gives it, nothing coerced (``done: "no"`` is
+refused, never read as true), every number finite. Images are base64 PNGs whose sizes are read from
+their headers and checked against :data:`~vlm_envs.envs.config.MAX_IMAGE_SIDE`, :data:`MAX_REPLY_IMAGES`
+and :data:`MAX_REPLY_PIXELS` before any is decoded, so a small PNG that decodes to gigabytes is refused
+at its header. Anything else is a :class:`MalformedReply` whose message is one line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import dataclasses
+import io
+import json
+import math
+import struct
+from typing import Any, Literal
+
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from vlm_envs.envs.config import MAX_IMAGE_SIDE
+from vlm_envs.protocol import Observation
+
+#: The most images one reply may carry: an env shows one or two per observation.
+MAX_REPLY_IMAGES = 16
+#: The most pixels all the images of one reply may hold together: four images of the largest side.
+MAX_REPLY_PIXELS = 4 * MAX_IMAGE_SIDE**2
+#: How deep a reply may nest (its tools' JSON schemas nest about ten levels).
+MAX_REPLY_DEPTH = 32
+#: The most JSON values (bounded by its ``[``, ``{`` and ``,``) one reply may hold: a reply of a
+#: million small numbers would cost the client more memory than its images.
+MAX_REPLY_VALUES = 1_000_000
+#: The longest text of a server's taken into an error message.
+MAX_MESSAGE_CHARS = 300
+#: A PNG file's first 8 bytes, then its IHDR chunk: length 13, type, width and height (big endian).
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_IHDR = struct.Struct(">I4sII")
+
+
+class MalformedReply(ValueError):
+    """A server's frame is not what the wire format allows; the message says why in one line."""
+
+
+def one_line(text: Any) -> str:
+    """A server's text as one printable line of at most :data:`MAX_MESSAGE_CHARS` characters."""
+    words = str(text)[: 4 * MAX_MESSAGE_CHARS].split()
+    return "".join(c for c in " ".join(words) if c.isprintable())[:MAX_MESSAGE_CHARS]
+
+
+class _Strict(BaseModel):
+    """Types as the wire gives them (no coercion), finite numbers; fields the client does not read
+    are left alone (a newer server may send more)."""
+
+    model_config = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore", frozen=True)
+
+
+class ErrorData(_Strict):
+    """An ``error`` frame's ``data``."""
+
+    message: str
+    code: str | None = None
+    status: int | None = None
+
+
+class ObservationFields(_Strict):
+    """A reply's ``observation`` (images still base64 strings)."""
+
+    text: str
+    images: list[str] = Field(max_length=MAX_REPLY_IMAGES)
+    image_slots: list[int]
+    role: Literal["user", "tool"]
+    metadata: dict[str, Any]
+
+
+class ReplyMetadata(_Strict):
+    """The ``metadata`` every reset and step reply carries."""
+
+    session_id: str = Field(min_length=1, max_length=64)
+    episode_id: str = Field(min_length=1, max_length=255)
+    status: Literal["running", "terminated", "truncated"]
+    terminated: bool
+    truncated: bool
+    metrics: dict[str, bool | int | float]
+    info: dict[str, Any]
+    episode_reward: float | None
+    #: Why the server refused the env's reward (the episode's, or this step's when ``reward`` is null).
+    reward_error: str | None = None
+
+
+class ResetMetadata(ReplyMetadata):
+    """A reset reply's ``metadata``: the common fields and the env's own."""
+
+    system_prompt: str | None
+    tools: list[dict[str, Any]]
+    has_episode_reward: bool
+    reset_info: dict[str, Any]
+
+
+class StepMetadata(ReplyMetadata):
+    """A step reply's ``metadata``: the common fields and the step's number in its episode."""
+
+    step: int = Field(ge=1)
+
+
+class _Reply(_Strict):
+    observation: ObservationFields
+    reward: float | None
+    done: bool
+
+
+class _ResetReply(_Reply):
+    metadata: ResetMetadata
+
+
+class _StepReply(_Reply):
+    metadata: StepMetadata
+
+
+class StateData(_Strict):
+    """A ``state`` frame's ``data``."""
+
+    episode_id: str | None
+    step_count: int = Field(ge=0)
+    done: bool
+    oracle_response: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """A reset or step reply, checked: the observation (images decoded), ``done``, the step's reward
+    (``None`` for a reset, or a step reward the server refused) and the metadata."""
+
+    obs: Observation
+    done: bool
+    reward: float | None
+    metadata: ResetMetadata | StepMetadata
+
+
+def read_frame(raw: str | bytes) -> tuple[str, dict[str, Any]]:
+    """A frame's ``(type, data)``; :class:`MalformedReply` for a binary frame, text that is not one
+    JSON object ``{"type": str, "data": object}``, ``NaN`` or ``Infinity``, or a reply too deep or large."""
+    if not isinstance(raw, str):
+        raise MalformedReply("a binary frame (the protocol sends JSON text frames)")
+    if raw.count("[") + raw.count("{") + raw.count(",") > MAX_REPLY_VALUES:
+        raise MalformedReply(f"more than {MAX_REPLY_VALUES:,} JSON values")
+    try:
+        frame = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise MalformedReply(f"JSON nested deeper than {MAX_REPLY_DEPTH} levels") from None
+    except ValueError as err:  # JSONDecodeError, and the constants refused
+        raise MalformedReply(f"not JSON: {one_line(err)}") from None
+    if not isinstance(frame, dict):
+        raise MalformedReply(f"a JSON {type(frame).__name__}, not an object")
+    _check_depth(frame)
+    kind, data = frame.get("type"), frame.get("data")
+    if not isinstance(kind, str):
+        raise MalformedReply(f"'type' must be a string, got {_kind(kind)}")
+    if not isinstance(data, dict):
+        raise MalformedReply(f"'data' must be an object, got {_kind(data)}")
+    return kind, data
+
+
+def parse_reply(data: dict[str, Any], op: Literal["reset", "step"]) -> Reply:
+    """An ``observation`` frame's ``data`` as the reply to ``op``; :class:`MalformedReply` otherwise."""
+    model = _ResetReply if op == "reset" else _StepReply
+    reply = _validate(model, data)
+    fields = reply.observation
+    try:
+        obs = Observation(
+            text=fields.text,
+            images=decode_images(fields.images),
+            role=fields.role,
+            metadata=fields.metadata,
+            image_slots=tuple(fields.image_slots),
+        )
+    except ValidationError as err:
+        raise MalformedReply(f"observation: {_first_error(err)}") from None
+    return Reply(obs, reply.done, reply.reward, reply.metadata)
+
+
+def parse_state(data: dict[str, Any]) -> StateData:
+    """A ``state`` frame's ``data``; :class:`MalformedReply` otherwise."""
+    return _validate(StateData, data)
+
+
+def parse_error(data: dict[str, Any]) -> ErrorData:
+    """An ``error`` frame's ``data``; :class:`MalformedReply` otherwise."""
+    return _validate(ErrorData, data)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """A PNG's ``(width, height)`` from its header, nothing decoded; :class:`MalformedReply` if
+    ``data`` does not start as a PNG does."""
+    if len(data) < len(PNG_SIGNATURE) + _IHDR.size or not data.startswith(PNG_SIGNATURE):
+        raise MalformedReply("not a PNG")
+    length, chunk, width, height = _IHDR.unpack_from(data, len(PNG_SIGNATURE))
+    if length != 13 or chunk != b"IHDR":
+        raise MalformedReply("not a PNG (no IHDR header first)")
+    return width, height
+
+
+def decode_images(images: list[str]) -> list[Image.Image]:
+    """Wire images (base64 PNGs) as loaded PIL images, each side at most ``MAX_IMAGE_SIDE`` and all
+    together at most :data:`MAX_REPLY_PIXELS`, both checked from the headers before any is decoded."""
+    files, total = [], 0
+    for index, text in enumerate(images):
+        try:
+            data = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise MalformedReply(f"image {index} is not base64") from None
+        try:
+            width, height = png_size(data)
+        except MalformedReply as err:
+            raise MalformedReply(f"image {index}: {err}") from None
+        if not (0 < width <= MAX_IMAGE_SIDE and 0 < height <= MAX_IMAGE_SIDE):
+            raise MalformedReply(
+                f"image {index} is {width}x{height} px; each side may be 1 to {MAX_IMAGE_SIDE} px"
+            )
+        total += width * height
+        if total > MAX_REPLY_PIXELS:
+            raise MalformedReply(f"the images of one reply hold more than {MAX_REPLY_PIXELS:,} pixels")
+        files.append(data)
+    decoded = []
+    for index, data in enumerate(files):
+        try:
+            image = Image.open(io.BytesIO(data), formats=["PNG"])
+            image.load()
+        except Exception as err:  # Pillow raises its own ways on a corrupt file; each is a bad image
+            raise MalformedReply(f"image {index} does not decode: {one_line(err)}") from None
+        decoded.append(image)
+    return decoded
+
+
+def _validate(model: type[_Strict], data: dict[str, Any]) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise MalformedReply(_first_error(err)) from None
+
+
+def _first_error(err: ValidationError) -> str:
+    first = err.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in first.get("loc", ()))
+    message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    return one_line(f"{where}: {message}" if where else message)
+
+
+def _check_depth(frame: dict[str, Any]) -> None:
+    stack: list[tuple[Any, int]] = [(frame, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        if children and depth > MAX_REPLY_DEPTH:
+            raise MalformedReply(f"JSON nested deeper than {MAX_REPLY_DEPTH} levels")
+        stack.extend((child, depth + 1) for child in children)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (numbers must be finite)")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is beyond any float (numbers must be finite)")
+    return value
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else type(value).__name__
