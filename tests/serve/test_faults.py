@@ -233,13 +233,33 @@ def test_deeply_nested_json_is_a_400_and_the_server_goes_on(slow):
     assert requests.get(slow.url + "/health", timeout=10).json()["status"] == "healthy"
 
 
+def test_calls_queued_behind_slow_ones_are_not_timed_while_their_worker_answers():
+    """Three 1.2 s steps on one worker take 3.6 s in all, past the 2 s call timeout: each answers, and
+    the worker (with every session on it) lives, since it answered something every 1.2 s."""
+    config = ServeConfig(envs=(SLOW_ENV,), workers=1, call_deadline_s=1.8, call_timeout_s=2.0)
+    with ServerThread(config) as running:
+        sessions = [open_session(running) for _ in range(3)]
+        pid = running.service.workers.pids()[0]
+        answers: list[int] = []
+        threads = [
+            threading.Thread(target=lambda s=s: answers.append(step(running, s, "sleep 1.2").status_code))
+            for s in sessions
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert answers == [200, 200, 200]
+        assert running.service.workers.pids()[0] == pid
+
+
 def test_a_step_no_signal_interrupts_kills_its_worker_at_the_call_timeout():
     config = ServeConfig(envs=(SLOW_ENV,), workers=1, call_deadline_s=0.5, call_timeout_s=2.0)
     with ServerThread(config) as running:
         session_id = open_session(running)
         started = time.monotonic()
         answer = step(running, session_id, "block 60")  # the deadline's signal stays blocked
-        assert answer.status_code == 500 and "no answer for 2 s" in detail(answer)
+        assert answer.status_code == 500 and "answered nothing for 2 s" in detail(answer)
         assert time.monotonic() - started < 15
         running.service.workers.call_timeout_s = 120.0
         wait_for(lambda: all(running.service.workers.pids()))

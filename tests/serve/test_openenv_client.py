@@ -1,5 +1,7 @@
 """OpenEnv's own client (``openenv`` 0.10.0, its ``GenericEnvClient`` over ``/ws``) plays Sokoban and
-Geo3k against ``vlm-envs serve`` unchanged; its images decode to the pixels the env drew in process."""
+Geo3k against ``vlm-envs serve`` unchanged; its images decode to the pixels the env drew in process. The
+reply's metadata is in the observation too, where ``openenv-core`` 0.3.0's client finds it (that client
+itself runs in tests/tiers/test_openenv.py, in its own tier: both install the ``openenv`` package)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,10 @@ def test_openenv_client_plays_an_episode(every_env_server, name, seed):
     with GenericEnvClient(base_url=every_env_server.url).sync() as client:
         result = client.reset(env=name, seed=seed)
         assert result.observation["text"] == obs.text and not result.done
+        assert result.observation["metadata"] == result.metadata  # as OpenEnv 0.10's own server sends it
+        assert result.metadata["observation_metadata"] == obs.metadata  # Geo3k's problem id
+        assert result.metadata["system_prompt"] == local.system_prompt()
+        assert result.metadata["tools"] == local.tools()
         assert [decoded(d) for d in result.observation["images"]] == [drawn(i) for i in obs.images]
         assert obs.images, "both envs show an image first"
         for _ in range(12):
@@ -40,6 +46,7 @@ def test_openenv_client_plays_an_episode(every_env_server, name, seed):
             assert [decoded(d) for d in result.observation["images"]] == [drawn(i) for i in obs.images]
             assert (result.reward, result.done) == (info.reward, done)
             assert result.metadata["metrics"] == info.metrics
+            assert result.observation["metadata"] == result.metadata
             if done:
                 break
         assert done and result.metadata["episode_reward"] == local.episode_reward() == 1.0

@@ -7,7 +7,12 @@ import math
 import os
 
 from vlm_envs.cli.common import UsageError
-from vlm_envs.serve.config import ServeConfig, ServeConfigError, token_from_env
+from vlm_envs.serve.config import (
+    DEFAULT_WORKER_MEMORY_CAP_MIB,
+    ServeConfig,
+    ServeConfigError,
+    token_from_env,
+)
 
 #: The shortest idle timeout taken (seconds): the idle reaper looks every quarter of it.
 MIN_IDLE_TIMEOUT_S = 1.0
@@ -88,7 +93,11 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="MIB",
         type=at_least_1,
         default=d.worker_memory_mib,
-        help=f"MiB one worker may hold; past it new sessions are refused ({d.worker_memory_mib})",
+        help=(
+            "MiB one worker may hold; past it new sessions are refused (default: half the memory this "
+            f"server may use, its cgroup's or the host's, split over the workers, at most "
+            f"{DEFAULT_WORKER_MEMORY_CAP_MIB})"
+        ),
     )
     sv.add_argument(
         "--oracle",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import ipaddress
 import os
@@ -39,7 +40,8 @@ class ServeConfig:
     #: The memory one session may hold in its worker (MiB); past it the session is closed (503).
     session_memory_mib: int = 512
     #: The memory one worker may hold (MiB): past it new sessions are refused (503) and allocations fail.
-    worker_memory_mib: int = 4096
+    #: ``None``: :func:`default_worker_memory_mib` (the workers together stay under half the host's).
+    worker_memory_mib: int | None = None
     #: Whether ``state`` answers the oracle's reply (off: the oracle is the operator's to expose).
     oracle: bool = False
     #: How long a connection may take to send a request's headers, then its body; and how long a
@@ -54,6 +56,9 @@ class ServeConfig:
     access_log: bool = False
 
     def __post_init__(self) -> None:
+        if self.worker_memory_mib is None:  # frozen: set once, here
+            auto = default_worker_memory_mib(self.workers, self.session_memory_mib)
+            object.__setattr__(self, "worker_memory_mib", auto)
         for name in (
             "workers",
             "max_sessions",
@@ -101,6 +106,47 @@ class ServeConfig:
             except Exception as err:
                 raise ServeConfigError(" ".join(str(err).split())) from err
         return served
+
+
+#: The most a worker's budget is by default (MiB), however large the host.
+DEFAULT_WORKER_MEMORY_CAP_MIB = 4096
+
+
+def default_worker_memory_mib(workers: int, session_memory_mib: int) -> int:
+    """A worker's default budget (MiB): half the memory this process may use (its cgroup's limit, or the
+    host's), split over ``workers``, at most :data:`DEFAULT_WORKER_MEMORY_CAP_MIB` and at least one
+    session's budget. Half, so that the server, its clients and the page cache keep room."""
+    share = memory_limit_bytes() // 2 // max(1, workers) // (1 << 20)
+    return max(session_memory_mib, min(DEFAULT_WORKER_MEMORY_CAP_MIB, share))
+
+
+def memory_limit_bytes() -> int:
+    """The memory this process may use: the smaller of the host's (``MemTotal``) and its memory
+    cgroup's limit (v2 ``memory.max``, v1 ``memory.limit_in_bytes``). Linux; elsewhere 8 GiB."""
+    limits = []
+    with contextlib.suppress(OSError, ValueError), open("/proc/meminfo") as meminfo:
+        for line in meminfo:
+            if line.startswith("MemTotal:"):
+                limits.append(int(line.split()[1]) * 1024)
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/cgroup") as groups:
+        for line in groups:
+            _, controllers, path = line.rstrip("\n").split(":", 2)
+            if controllers == "":  # v2
+                limits.append(_read_limit(f"/sys/fs/cgroup{path}/memory.max"))
+            elif "memory" in controllers.split(","):  # v1
+                limits.append(_read_limit(f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"))
+    known = [limit for limit in limits if limit > 0]
+    return min(known) if known else 8 << 30
+
+
+def _read_limit(path: str) -> int:
+    """A cgroup memory limit file's bytes; 0 where it is absent, unreadable or unlimited (``max``)."""
+    try:
+        with open(path) as file:
+            text = file.read().strip()
+    except OSError:
+        return 0
+    return int(text) if text.isdigit() else 0
 
 
 def is_loopback(host: str) -> bool:

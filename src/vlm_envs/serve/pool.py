@@ -5,9 +5,9 @@ sessions placed on it. A call is written to its pipe from the event loop (the wo
 pipe on a thread of its own, so the write does not wait on env work) and answered through an
 ``asyncio`` future that a reader thread settles. A worker that dies fails the calls it held with
 the reason, tells ``on_death`` (the session table marks its sessions lost) and is started again. A
-call past its deadline is ended inside the worker (:mod:`vlm_envs.serve.limits`); one that still gets
-no answer within ``call_timeout_s`` (work no signal interrupts) kills its worker, with every session on
-it.
+call past its deadline is ended inside the worker (:mod:`vlm_envs.serve.limits`); a worker that, with
+calls pending, answers none for ``call_timeout_s`` (work no signal interrupts) is killed, with every
+session on it. A call queued behind others is not timed while its worker keeps answering.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import itertools
 import multiprocessing
 import pickle
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -53,6 +54,7 @@ class _Process:
         self.ended = False
         self.killed_because: str | None = None
         self.ready = threading.Event()
+        self.progress = time.monotonic()  # when the worker last answered, or began on a call when idle
 
     @property
     def pid(self) -> int | None:
@@ -122,6 +124,8 @@ class EnvWorkers:
         with proc.lock:
             if proc.ended:
                 raise WorkerDied(proc.killed_because or "the worker holding this session died")
+            if not proc.pending:  # an idle worker starts on this call now
+                proc.progress = time.monotonic()
             proc.pending[call_id] = future
         try:
             proc.conn.send_bytes(pickle.dumps((op, call_id, session_id, payload), protocol=5))
@@ -130,10 +134,19 @@ class EnvWorkers:
                 proc.pending.pop(call_id, None)
             raise WorkerDied(f"the worker holding this session cannot be reached: {err}") from err
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.call_timeout_s)
-        except asyncio.TimeoutError:
-            self.kill(index, f"a call got no answer for {self.call_timeout_s:g} s, so its worker was killed")
-            return await future  # settled by the reader with the reason
+            while True:  # a call queued behind others waits as long as its worker keeps answering
+                silent_s = time.monotonic() - proc.progress
+                try:
+                    return await asyncio.wait_for(
+                        asyncio.shield(future), max(0.0, self.call_timeout_s - silent_s)
+                    )
+                except asyncio.TimeoutError:
+                    if time.monotonic() - proc.progress >= self.call_timeout_s:
+                        self.kill(
+                            index,
+                            f"its worker answered nothing for {self.call_timeout_s:g} s, so it was killed",
+                        )
+                        return await future  # settled by the reader with the reason
         finally:
             with proc.lock:
                 proc.pending.pop(call_id, None)
@@ -174,6 +187,7 @@ class EnvWorkers:
         try:
             while True:
                 call_id, answer = pickle.loads(proc.conn.recv_bytes())
+                proc.progress = time.monotonic()
                 if call_id == -1:
                     proc.ready.set()
                     self._failed_starts = 0

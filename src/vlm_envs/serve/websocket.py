@@ -1,8 +1,9 @@
 """``/ws``: one WebSocket connection is one session, as OpenEnv's client plays it.
 
-Messages in: ``{"type": "reset" | "step" | "state" | "close", "data": {...}}``; out: an
-``observation`` or ``state`` frame, or an ``error`` frame ``{"message", "code", "status"}`` (the
-status an HTTP call would have answered). Past ``--max-sessions`` the connection is accepted, told
+Messages in: ``{"type": "reset" | "step" | "state" | "close", "data": {...}}``, and ours, ``random``
+(the env's own random reply: :mod:`vlm_envs.serve.wire`); out: an ``observation``, ``state`` or
+``random`` frame, or an ``error`` frame ``{"message", "code", "status"}`` (the status an HTTP call
+would have answered). Past ``--max-sessions`` the connection is accepted, told
 ``CAPACITY_REACHED`` and closed with 1013 (try again later) at once. A session idle past the timeout
 is told why and closed (1000).
 """
@@ -26,6 +27,7 @@ from vlm_envs.serve.wire import (
     UNKNOWN_TYPE,
     VALIDATION_ERROR,
     Action,
+    RandomState,
     ResetFields,
     one_line,
     ws_error,
@@ -101,12 +103,13 @@ async def _answer(raw: str | bytes, session: Session, service: Service) -> str |
             status, body = await service.call(session, "reset", payload)
         elif kind == "step":
             status, body = await service.call(session, "step", Action.model_validate(data).text)
-        elif kind == "state":
-            status, body = await service.call(session, "state", None)
+        elif kind in ("state", "random"):
+            payload = RandomState.model_validate(data).model_dump() if kind == "random" else None
+            status, body = await service.call(session, kind, payload)
             if status == 200:
-                return ws_frame("state", body)
+                return ws_frame(kind, body)
         else:
-            known = "reset, step, state or close"
+            known = "reset, step, state, random or close"
             return ws_error(f"unknown message type {str(kind)[:40]!r}: {known}", UNKNOWN_TYPE)
         if status != 200:
             return _error(status, body.decode(errors="replace"))

@@ -2,7 +2,7 @@
 
 Facts read from the ``openenv`` 0.10.0 wheel (``openenv/core/env_server/types.py``,
 ``http_server.py``, ``serialization.py``, ``env_client.py``; ``openenv-core`` 0.3.0 has the same wire
-format):
+format, but its client drops the reply's top-level ``metadata``):
 
 - HTTP ``POST /reset`` takes ``{"seed", "episode_id", ...extra fields}`` and ``POST /step``
   ``{"action": {...}, "timeout_s", "request_id", ...extra fields}``; both answer
@@ -21,18 +21,28 @@ URI prefix), the shape of OpenEnv's image-carrying envs (Atari's screen, Carla's
 base64 strings TRL's OpenEnv examples decode with ``Image.open(BytesIO(b64decode(...)))``), lossless
 in the image's own mode. The reply's ``metadata`` holds the step's ``metrics``, ``status``
 (``running``/``terminated``/``truncated``), ``terminated``, ``truncated``, ``info``,
-``episode_reward`` and ``session_id``; a reset's also the env's ``reset_info``, ``system_prompt`` and
-``tools``. Over HTTP the session handle travels as a body field:
+``episode_reward``, ``session_id`` and the env's own observation metadata (``observation_metadata``);
+a reset's also the env's ``reset_info``, ``system_prompt`` and ``tools``. The observation's
+``metadata`` is the same object, as OpenEnv 0.10's own server sends it (``serialize_observation``):
+``openenv-core`` 0.3.0's client keeps only a reply's ``observation``, ``reward`` and ``done``
+(its ``StepResult`` has no ``metadata``), so that is where it finds them. Over HTTP the session
+handle travels as a body field:
 ``/reset`` answers ``metadata.session_id``; ``/step``, ``/state``, ``/close`` and a later ``/reset``
 send it back as ``"session_id"`` (OpenEnv's request models allow extra body fields).
+
+One WebSocket message of ours, beside OpenEnv's: ``{"type": "random", "data": <a Mersenne Twister
+state>}`` asks the session's env for its own random reply (``Env.random_response``), drawn from that
+state; the answer ``{"type": "random", "data": {"text", "state"}}`` carries the state advanced past the
+draw, so a client's ``random.Random`` goes on exactly as if the env had drawn from it in process.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import random
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -67,7 +77,9 @@ class WireObservation(BaseModel):
     images: list[str] = Field(description="base64 PNG images, lossless, in display order")
     image_slots: list[int] = Field(description="character offsets into text where each image stands")
     role: Literal["user", "tool"]
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="the reply's metadata, as at its top level (for every client)"
+    )
 
 
 class ResetFields(BaseModel):
@@ -102,6 +114,35 @@ class SessionFields(BaseModel):
     session_id: str = Field(max_length=64)
 
 
+#: ``random.Random.getstate()``'s Mersenne Twister words: 624 of 32 bits and the position (0 to 624).
+MT_WORDS = 625
+#: The ``getstate()`` version of CPython's ``random.Random`` (``(3, words, gauss_next)``).
+MT_VERSION = 3
+_Word = Annotated[int, Field(ge=0, lt=1 << 32)]
+
+
+class RandomState(BaseModel):
+    """A ``random.Random``'s state on the wire: what ``random`` takes, and answers advanced."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+
+    words: list[_Word] = Field(min_length=MT_WORDS, max_length=MT_WORDS)
+    gauss_next: float | None = None
+
+    @classmethod
+    def of(cls, rng: random.Random) -> RandomState:
+        """``rng``'s state."""
+        version, words, gauss_next = rng.getstate()
+        if version != MT_VERSION:
+            raise ValueError(f"random.Random state version {version}, not {MT_VERSION}")
+        return cls(words=list(words), gauss_next=gauss_next)
+
+    def load_into(self, rng: random.Random) -> random.Random:
+        """``rng`` set to this state; ``ValueError`` for a position past the words."""
+        rng.setstate((MT_VERSION, tuple(self.words), self.gauss_next))
+        return rng
+
+
 class State(BaseModel):
     """What ``state`` answers (OpenEnv's ``State``: ``episode_id``, ``step_count``, extras allowed)."""
 
@@ -118,14 +159,14 @@ class State(BaseModel):
     oracle_response: str | None = None
 
 
-def observation_fields(obs: Observation) -> dict[str, Any]:
-    """``obs`` as the wire's ``observation`` object."""
+def observation_fields(obs: Observation, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """``obs`` as the wire's ``observation`` object, carrying the reply's ``metadata``."""
     return {
         "text": obs.text,
         "images": [base64.b64encode(lossless_png(image)).decode("ascii") for image in obs.images],
         "image_slots": list(obs.image_slots),
         "role": obs.role,
-        "metadata": json_safe(obs.metadata),
+        "metadata": metadata,
     }
 
 
@@ -141,7 +182,8 @@ def reply_body(
 ) -> bytes:
     """The reply to a reset (``info`` None) or a step, as OpenEnv's reset/step response JSON. ``reward``
     and ``episode_reward`` as :func:`vlm_envs.rewards.check_reward` passed them (``None``: refused, or
-    none), ``reward_error`` why one was refused."""
+    none), ``reward_error`` why one was refused. The metadata goes both at the top level and in the
+    observation (see the module)."""
     terminated = bool(info and info.terminated)
     truncated = bool(info and info.truncated)
     status = "terminated" if terminated else "truncated" if truncated else "running"
@@ -153,10 +195,11 @@ def reply_body(
         "info": json_safe(info.info) if info else {},
         "episode_reward": episode_reward,
         "reward_error": reward_error,
+        "observation_metadata": json_safe(obs.metadata),
         **extra,
     }
     body = {
-        "observation": observation_fields(obs),
+        "observation": observation_fields(obs, metadata),
         "reward": reward,
         "done": bool(done),
         "metadata": metadata,

@@ -13,7 +13,8 @@ Each call runs under the session's bounds (:mod:`vlm_envs.serve.limits`): past i
 its other sessions go on. A worker without room for one more session's budget refuses new ones (503).
 A client's config is checked before anything is built (:func:`vlm_envs.envs.config.check_client_config`,
 422), and rewards pass :func:`vlm_envs.rewards.check_reward` (a refused one answers null and
-``reward_error``). The internal op ``stats`` answers the worker's session count and memory.
+``reward_error``). The internal op ``stats`` answers the worker's session count and memory; ``random``
+answers the env's own random reply drawn from a client's generator state (:class:`RandomState`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 import os
 import pickle
 import queue
+import random
 import signal
 import threading
 import uuid
@@ -38,7 +40,7 @@ from vlm_envs.registry import build_env, get_spec
 from vlm_envs.rewards import RewardError, call_reward, check_reward
 from vlm_envs.serve.config import ServeConfig
 from vlm_envs.serve.limits import MIB, DeadlineExceeded, MemoryBudget, Watchdog
-from vlm_envs.serve.wire import State, one_line, reply_body
+from vlm_envs.serve.wire import RandomState, State, one_line, reply_body
 
 #: Added to a worker's niceness: the server's loop (every session's I/O) gets a core first.
 WORKER_NICENESS = 5
@@ -112,7 +114,7 @@ class Worker:
         if op == "close":
             self.drop(session_id)
             return Answer(200, b"{}")
-        if op not in ("reset", "step", "state"):
+        if op not in ("reset", "step", "state", "random"):
             return Answer(400, f"unknown operation {op[:40]!r}".encode())
         session = self.sessions.get(session_id)
         if session is None and op != "reset":
@@ -176,6 +178,8 @@ class Worker:
             return Answer(409, b"no episode in this session yet: reset first")
         if op == "step":
             return self._step(session, session_id, payload)
+        if op == "random":
+            return self._random(session, payload)
         return self._state(session)
 
     def _reset(self, session: _Session, session_id: str, payload: Mapping[str, Any]) -> Answer:
@@ -247,6 +251,25 @@ class Worker:
         extra = {"session_id": session_id, "episode_id": session.episode_id, "step": session.steps}
         body = reply_body(obs, info, done, episode_reward, extra, reward=reward, reward_error=error)
         return Answer(200, body)
+
+    @staticmethod
+    def _random(session: _Session, state: Mapping[str, Any]) -> Answer:
+        """The env's own random reply, drawn from the client's generator ``state`` (a
+        :class:`RandomState`'s fields), with the state advanced past the draw."""
+        try:
+            rng = RandomState.model_validate(state).load_into(random.Random())
+        except ValueError as err:  # pydantic's errors are ValueErrors; so is a position past the words
+            return Answer(422, f"invalid random state: {one_line(err)}".encode())
+        try:
+            text = session.env.random_response(rng)
+        except MemoryError:
+            raise
+        except Exception as err:  # the env's own hook failed: the episode itself goes on
+            return Answer(500, f"the env's random_response failed: {one_line(err)}".encode())
+        if not isinstance(text, str):
+            return Answer(500, f"the env's random_response gave a {type(text).__name__}, not a str".encode())
+        body = {"text": text, "state": RandomState.of(rng).model_dump()}
+        return Answer(200, json.dumps(body, separators=(",", ":")).encode())
 
     def _state(self, session: _Session) -> Answer:
         oracle = None
