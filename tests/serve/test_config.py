@@ -22,9 +22,9 @@ CGROUP_V1 = Path("/sys/fs/cgroup/memory")
 
 
 def test_the_backstop_must_stay_above_the_deadline_and_a_session_fit_a_worker() -> None:
-    with pytest.raises(ServeConfigError, match="call_timeout_s .* must be above call_deadline_s"):
+    with pytest.raises(ServeConfigError, match=r"call_timeout_s .* must be above call_deadline_s"):
         ServeConfig(call_deadline_s=30.0, call_timeout_s=30.0)
-    with pytest.raises(ServeConfigError, match="session_memory_mib .* at most worker_memory_mib"):
+    with pytest.raises(ServeConfigError, match=r"session_memory_mib .* at most worker_memory_mib"):
         ServeConfig(session_memory_mib=600, worker_memory_mib=512)
 
 
