@@ -1,8 +1,10 @@
 """Sokoban frames: seven distinct cell states, PNG bytes that decode to the frame, bounded caches."""
 
 import base64
+import gc
 import io
 import itertools
+import weakref
 
 import numpy as np
 import pytest
@@ -99,3 +101,24 @@ def test_an_evicted_frame_still_held_elsewhere_is_found_not_redrawn():
     plain.put("a", kept)
     plain.put("b", Image.new("RGB", (4, 4)))
     assert plain.get("a") is None
+
+
+def _open_room(rows: int, cols: int, variant: int) -> str:
+    """A walled room of rows x cols with a player, a box and a target (``variant`` moves the target)."""
+    inner = [[" "] * (cols - 2) for _ in range(rows - 2)]
+    inner[0][0], inner[1][1] = "@", "$"
+    inner[2 + variant // (cols - 2)][variant % (cols - 2)] = "."
+    lines = ["#" * cols, *("#" + "".join(row) + "#" for row in inner), "#" * cols]
+    return "\n".join(lines)
+
+
+def test_renderers_of_big_levels_are_bounded_by_bytes_not_count():
+    """Eight distinct 64x64 levels at 64 px a cell (a 4096 px square, over 60 MB of background each):
+    once nothing else holds them, the cache keeps at most two (128 MB), not all eight; one that an
+    episode still holds is found again, not redrawn."""
+    held = renderer(parse_level(_open_room(64, 64, 0))[0], 64)
+    assert held.background_rgb.width * held.background_rgb.height * 4 > 60 << 20
+    dropped = [weakref.ref(renderer(parse_level(_open_room(64, 64, v))[0], 64)) for v in range(1, 8)]
+    gc.collect()
+    assert sum(ref() is not None for ref in dropped) <= 2
+    assert renderer(held.layout, 64) is held

@@ -248,6 +248,7 @@ class Renderer:
         self._bg_lines = _scanlines(np.asarray(bg), self._bits)
         self._tile_lines = {s: _scanlines(np.asarray(t), self._bits)[:, 1:] for s, t in self.tiles.items()}
         self._key = (layout, cell_size)
+        self.background_lines_bytes = self._bg_lines.nbytes
 
     def _xy(self, cell: int) -> tuple[int, int]:
         r, c = divmod(cell, self.layout.cols)
@@ -295,10 +296,18 @@ class Renderer:
         return _uris.get_or_make((self._key, state), encode)
 
 
-@functools.lru_cache(maxsize=64)
+def _renderer_bytes(renderer: Renderer) -> int:
+    return _image_bytes(renderer.background_rgb) + renderer.background_lines_bytes
+
+
+#: Renderers by (layout, cell size), bounded by their backgrounds' bytes: a 64x64 level at 64 px a cell
+#: holds 72 MB, so a count bound (64 of them: 4.6 GB) bounds nothing.
+_renderers = ByteBoundedLRU(128 << 20, _renderer_bytes, weak=True)
+
+
 def renderer(layout: Layout, cell_size: int = DEFAULT_CELL_SIZE) -> Renderer:
     """The shared renderer of a layout at a cell size (its background is drawn once)."""
-    return Renderer(layout, cell_size)
+    return _renderers.get_or_make((layout, cell_size), lambda: Renderer(layout, cell_size))
 
 
 def frame_png(layout: Layout, state: State, cell_size: int = DEFAULT_CELL_SIZE) -> bytes:
