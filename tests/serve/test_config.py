@@ -33,12 +33,17 @@ def test_the_default_budget_splits_half_the_memory_over_the_workers() -> None:
     for workers in (1, 2, 8, 64):
         expected = max(512, min(DEFAULT_WORKER_MEMORY_CAP_MIB, half_mib // workers))
         assert default_worker_memory_mib(workers, 512) == expected
-        assert ServeConfig(workers=workers).worker_memory_mib == expected
-    assert ServeConfig(worker_memory_mib=700).worker_memory_mib == 700  # given: kept
+        config = ServeConfig(workers=workers, session_memory_mib=512)
+        assert config.worker_memory_mib == expected
+        config = ServeConfig(workers=workers)  # the session's default: a quarter of its worker's
+        assert config.session_memory_mib == min(512, config.worker_memory_mib // 4)
+    config = ServeConfig(worker_memory_mib=700)  # given: kept
+    assert (config.worker_memory_mib, config.session_memory_mib) == (700, 175)
 
 
 def test_a_memory_cgroups_limit_sizes_the_default_budget(tmp_path: Path) -> None:
-    """A server started in a 2.5 GiB cgroup gives each of two workers 640 MiB, not 4 GiB each."""
+    """A server started in a 2.5 GiB cgroup gives each of two workers 640 MiB (not 4 GiB each), and each
+    session a quarter of that."""
     group = CGROUP_V1 / f"vlm-envs-test-{uuid.uuid4().hex[:8]}"
     try:
         group.mkdir()
@@ -49,9 +54,10 @@ def test_a_memory_cgroups_limit_sizes_the_default_budget(tmp_path: Path) -> None
         code = (
             f"import os; open('{group / 'cgroup.procs'}', 'w').write(str(os.getpid()))\n"
             "from vlm_envs.serve.config import ServeConfig\n"
-            "print(ServeConfig(workers=2).worker_memory_mib)"
+            "config = ServeConfig(workers=2)\n"
+            "print(config.worker_memory_mib, config.session_memory_mib)"
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        assert int(out.stdout) == 640
+        assert out.stdout.split() == ["640", "160"]
     finally:
         group.rmdir()

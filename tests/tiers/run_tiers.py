@@ -56,6 +56,9 @@ REPORTED = (
     "datasets",
     "verifiers",
     "openai",
+    "openenv",
+    "openenv-core",
+    "fastmcp",
     "starlette",
     "uvicorn",
     "websockets",
@@ -89,6 +92,8 @@ class Tier:
     imports: tuple[str, ...]
     #: What the tier's tests need beyond :data:`TEST_TOOLS` (a stand-in server's framework).
     test_tools: tuple[str, ...] = ()
+    #: Installed after the extras without the dependencies they declare, as the docs say to.
+    no_deps: tuple[str, ...] = ()
 
 
 TIERS = (
@@ -99,7 +104,9 @@ TIERS = (
         ("rollout", "trl", "serve"),
         (
             "tests/interop/test_trl_environment.py",
+            "tests/interop/test_trl_environment_served.py",
             "tests/test_fidelity.py",
+            "tests/test_fidelity_generation.py",
             "tests/rollout/test_trl_batching.py",
             "tests/rollout/test_trl_every_env.py",
             "tests/rollout/test_trl_failures.py",
@@ -129,6 +136,18 @@ TIERS = (
         ("tests/tiers/test_verifiers.py", "tests/interop/test_verifiers.py"),
         ("verifiers", "vlm_envs.interop.verifiers"),
         ("fastapi>=0.110",),  # test_verifiers.py's oracle server (tests/support/oracle_server.py)
+    ),
+    # OpenEnv's client as docs/serve.md installs it: the extra, then OpenEnv itself without its declared
+    # dependencies; once for each release (both install the `openenv` package).
+    *(
+        Tier(
+            name,
+            ("openenv-client",),
+            ("tests/tiers/test_openenv.py",),
+            ("openenv.core", "vlm_envs.serve.app"),
+            no_deps=(release,),
+        )
+        for name, release in (("openenv", "openenv==0.10.0"), ("openenv-core", "openenv-core==0.3.0"))
     ),
     Tier(
         "openai",
@@ -179,6 +198,7 @@ def install_steps(tier: Tier, project: dict) -> list[list[str]]:
     return [
         # the user's install, resolved alone; torch pinned wherever something pulls it
         [*pip, "{root}" + project_spec(tier)[1:]],
+        *([[*pip, "--no-deps", *tier.no_deps]] if tier.no_deps else []),
         [*pip, *tool_specs(project), *tier.test_tools],
         # the per-run wheel of the checkout is built offline with these (--no-build-isolation)
         [*pip, *project["build-system"]["requires"]],
@@ -289,8 +309,10 @@ def run_tier(tier: Tier, project: dict, checkout: Checkout) -> Outcome:
             if not (folder / _STAMP).exists():
                 print(f"building (once; pip install {project_spec(tier)}) ...", flush=True)
                 start = time.monotonic()
-                build(tier, project, folder, checkout.source)
-                outcome.build_s = time.monotonic() - start
+                try:
+                    build(tier, project, folder, checkout.source)
+                finally:
+                    outcome.build_s = time.monotonic() - start
             checkout.install(python)
             imports = "import " + ", ".join(tier.imports)
             run_step(f"`{imports}`", [str(python), "-c", imports], 300, cwd=checkout.source.parent)
@@ -320,14 +342,14 @@ def summary(outcomes: Sequence[Outcome], main_python: Path | None) -> str:
     """The closing table: each tier's versions, times and result."""
     lines = ["", "=== install tiers: versions each ran, build (cold, this run) and test seconds"]
     if main_python is not None and main_python.exists():
-        lines.append(f"main       {_versions_line(versions_of(main_python))}")
+        lines.append(f"{'main':<13} {_versions_line(versions_of(main_python))}")
     for o in outcomes:
-        build = "cached" if o.build_s is None else f"built {o.build_s:.0f} s"
+        build = "cached" if o.build_s is None else f"build {o.build_s:.0f} s"
         test = "-" if o.test_s is None else f"{o.test_s:.0f} s"
         result = "passed" if o.failure is None else f"FAILED: {o.failure.splitlines()[0]}"
-        lines.append(f"{o.tier:<10} {build}, tests {test}: {result}")
+        lines.append(f"{o.tier:<13} {build}, tests {test}: {result}")
         if o.versions:
-            lines.append(f"{'':<10} {_versions_line(o.versions)}")
+            lines.append(f"{'':<13} {_versions_line(o.versions)}")
     return "\n".join(lines)
 
 

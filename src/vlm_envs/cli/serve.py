@@ -8,6 +8,7 @@ import os
 
 from vlm_envs.cli.common import UsageError
 from vlm_envs.serve.config import (
+    DEFAULT_SESSION_MEMORY_CAP_MIB,
     DEFAULT_WORKER_MEMORY_CAP_MIB,
     ServeConfig,
     ServeConfigError,
@@ -86,7 +87,10 @@ def add(sub: argparse._SubParsersAction) -> None:
         metavar="MIB",
         type=at_least_1,
         default=d.session_memory_mib,
-        help=f"MiB a session may hold in its worker; past it the session is closed ({d.session_memory_mib})",
+        help=(
+            "MiB a session may hold in its worker; past it the session is closed (default: a quarter of "
+            f"a worker's, at most {DEFAULT_SESSION_MEMORY_CAP_MIB})"
+        ),
     )
     sv.add_argument(
         "--worker-memory-mib",

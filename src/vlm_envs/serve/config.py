@@ -38,7 +38,8 @@ class ServeConfig:
     #: After SIGTERM, how long in-flight calls get to finish before the server exits anyway.
     drain_timeout_s: float = 30.0
     #: The memory one session may hold in its worker (MiB); past it the session is closed (503).
-    session_memory_mib: int = 512
+    #: ``None``: a quarter of a worker's budget, at most :data:`DEFAULT_SESSION_MEMORY_CAP_MIB`.
+    session_memory_mib: int | None = None
     #: The memory one worker may hold (MiB): past it new sessions are refused (503) and allocations fail.
     #: ``None``: :func:`default_worker_memory_mib` (the workers together stay under half the host's).
     worker_memory_mib: int | None = None
@@ -56,9 +57,12 @@ class ServeConfig:
     access_log: bool = False
 
     def __post_init__(self) -> None:
-        if self.worker_memory_mib is None:  # frozen: set once, here
-            auto = default_worker_memory_mib(self.workers, self.session_memory_mib)
+        if self.worker_memory_mib is None:  # frozen: the defaults are set once, here
+            auto = default_worker_memory_mib(self.workers, self.session_memory_mib or 1)
             object.__setattr__(self, "worker_memory_mib", auto)
+        if self.session_memory_mib is None:
+            auto = max(1, min(DEFAULT_SESSION_MEMORY_CAP_MIB, self.worker_memory_mib // 4))
+            object.__setattr__(self, "session_memory_mib", auto)
         for name in (
             "workers",
             "max_sessions",
@@ -110,12 +114,14 @@ class ServeConfig:
 
 #: The most a worker's budget is by default (MiB), however large the host.
 DEFAULT_WORKER_MEMORY_CAP_MIB = 4096
+#: The most a session's budget is by default (MiB): a quarter of its worker's, up to this.
+DEFAULT_SESSION_MEMORY_CAP_MIB = 512
 
 
 def default_worker_memory_mib(workers: int, session_memory_mib: int) -> int:
     """A worker's default budget (MiB): half the memory this process may use (its cgroup's limit, or the
-    host's), split over ``workers``, at most :data:`DEFAULT_WORKER_MEMORY_CAP_MIB` and at least one
-    session's budget. Half, so that the server, its clients and the page cache keep room."""
+    host's), split over ``workers``, at most :data:`DEFAULT_WORKER_MEMORY_CAP_MIB` and at least the
+    session budget given. Half, so that the server, its clients and the page cache keep room."""
     share = memory_limit_bytes() // 2 // max(1, workers) // (1 << 20)
     return max(session_memory_mib, min(DEFAULT_WORKER_MEMORY_CAP_MIB, share))
 
