@@ -203,7 +203,7 @@ class EndlessOnGarbage(ColorsEnv):
 def test_an_episode_that_malformed_replies_never_end_is_caught():
     found = failures_of(EndlessOnGarbage(), rebuild=False)
     assert [f for f in found if f.startswith("malformed replies end: ")] == [
-        "malformed replies end: The episode did not end within 500 malformed replies "
+        "malformed replies end: The episode did not end within 1000 malformed replies "
         "('<answer></answer><tool_call></tool_call>'). Cap the turns, malformed ones included (a max_turns, "
         "or a cap on invalid replies)."
     ], found
@@ -229,3 +229,9 @@ def test_fingerprint_depends_on_images_and_seed():
     env = ColorsEnv()
     assert episode_fingerprint(env, 1) == episode_fingerprint(env, 1)
     assert len({episode_fingerprint(env, seed) for seed in range(6)}) > 1
+
+
+def test_the_checker_drives_an_episode_as_long_as_any_turn_cap_a_config_validates():
+    env = build_env("tower_of_hanoi", disks=10)  # 512 turns: once past the checker's 500 steps
+    assert env.config.turn_limit == 512
+    check_env(env, rebuild=False)

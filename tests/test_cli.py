@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from vlm_envs import build_env
-from vlm_envs.cli import main
+from vlm_envs.cli import BROKEN_PIPE, main
 
 
 def _free_port() -> int:
@@ -199,3 +200,21 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out == f"vlm-envs {version('vlm-envs')}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"), [(["list"], BROKEN_PIPE), (["check", "sokoban"], BROKEN_PIPE), (["--help"], 0)]
+)
+def test_a_reader_that_goes_away_ends_the_command_quietly(argv: list[str], code: int) -> None:
+    """``vlm-envs list | head``: the pipe's reader is gone before the command writes (``--help`` is
+    argparse's own, which exits 0 before the command runs; quiet too)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "vlm_envs.cli", *argv], stdout=write, stderr=subprocess.PIPE, timeout=120
+        )
+    finally:
+        os.close(write)
+    assert proc.returncode == code and BROKEN_PIPE == 141, proc.stderr
+    assert proc.stderr == b"", proc.stderr.decode()

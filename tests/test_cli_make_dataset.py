@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import resource
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,30 @@ def test_a_write_that_fails_halfway_leaves_the_old_files_whole(tmp_path: Path) -
     assert proc.stderr.startswith(f"vlm-envs: error: cannot write {str(out)!r}: File too large")
     assert proc.stderr.count("\n") == 1
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # nothing cut, nothing left over
+
+
+def test_sigterm_leaves_the_old_files_and_no_temporary_file(tmp_path: Path) -> None:
+    out = tmp_path / "train.parquet"
+    assert main(_make(out)) == 0
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    cmd = [
+        sys.executable,
+        "-m",
+        "vlm_envs.cli",
+        "make-dataset",
+        "sokoban",
+        "-n",
+        "1000000",
+        "--out",
+        str(out),
+    ]
+    proc = subprocess.Popen([*cmd, "--force"], stderr=subprocess.PIPE, text=True)
+    partial = tmp_path / f".train.parquet.tmp-{proc.pid}"
+    deadline = time.monotonic() + 120
+    while not partial.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.02)
+    assert partial.exists(), "make-dataset never started writing"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143 and "Traceback" not in err, err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import random
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,6 +20,7 @@ from slime.utils.types import Sample
 from vlm_envs import build_env
 from vlm_envs.cli import main
 from vlm_envs.remote import RemoteEnv, next_url, ws_url
+from vlm_envs.remote_wire import MalformedReply, parse_random
 from vlm_envs.rollout import slime as hook
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import SGLangEngine
@@ -123,6 +125,44 @@ def test_eval_env_url_equals_the_in_process_eval(sokoban_server, tmp_path, capsy
     assert frames and all(
         (tmp_path / "remote" / f).read_bytes() == (tmp_path / "local" / f).read_bytes() for f in frames
     )
+
+
+def test_eval_env_url_random_plays_the_served_envs_own_random_replies(sokoban_server, tmp_path, capsys):
+    """``--policy random`` draws the served env's own replies from the policy's generator (the server
+    draws, the generator's state travels), so a remote run is the in-process run, success rate included."""
+    common = ["--policy", "random", "-n", "16", "--seed", "0", "--quiet", "--max-turns", "8"]
+    remote_out, local_out = str(tmp_path / "remote"), str(tmp_path / "local")
+    assert main(["eval", "sokoban", "--env-url", sokoban_server.url, "--out", remote_out, *common]) == 0
+    assert main(["eval", "sokoban", "--out", local_out, *common]) == 0
+    capsys.readouterr()
+
+    def results(folder):
+        lines = (tmp_path / folder / "results.jsonl").read_text().splitlines()
+        return sorted((json.loads(line) for line in lines), key=lambda row: row["episode"])
+
+    assert results("remote") == results("local")  # the same replies, turns, metrics and rewards
+    assert sum(row["success"] for row in results("remote")) == 1  # seed 7: one lucky move
+    replies = [t["model_text"] for row in results("remote") for t in row["turns"] if "model_text" in t]
+    assert replies and "" not in replies
+
+
+def test_random_state_is_checked_both_ways(sokoban_server):
+    """A server answers a bad generator state with 422; a client refuses a reply whose state is bad."""
+    env = RemoteEnv(sokoban_server.url, "sokoban")
+    env.reset(1)
+    rng = random.Random(5)
+    first = env.random_response(rng)
+    assert "<answer>" in first and rng.getstate() != random.Random(5).getstate()
+    ws = env._ws
+    ws.send(json.dumps({"type": "random", "data": {"words": [0] * 624 + [625]}}))
+    assert '"status":422' in ws.recv(timeout=10)
+    ws.send(json.dumps({"type": "random", "data": {"words": [-1] * 625}}))
+    assert '"status":422' in ws.recv(timeout=10)
+    with pytest.raises(MalformedReply, match="state"):
+        parse_random({"text": "x", "state": {"words": [0] * 624 + [625]}})
+    with pytest.raises(MalformedReply, match="words"):
+        parse_random({"text": "x", "state": {"words": [1, 2]}})
+    env.close()
 
 
 def test_several_urls_take_sessions_in_turn():

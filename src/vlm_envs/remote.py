@@ -8,7 +8,9 @@ well be a load balancer in front of a pool. Any trainer path that builds envs by
 remotely: ``build_env("vlm_envs.remote", url=..., env="sokoban", **config)`` (slime's
 ``rollout_interaction_env_path: vlm_envs.remote``, the servers in the YAML, ``env`` in the row's env
 config; :data:`LOCATION_KEYS`). Replies are read as hostile input (:mod:`vlm_envs.remote_wire`).
-Needs the ``serve`` extra (``websockets``).
+``random_response(rng)`` is the served env's own: the server draws it from ``rng``'s state and hands the
+state back advanced, so a random player's episodes are the in-process ones (the env's code need not be
+installed here). Needs the ``serve`` extra (``websockets``).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import itertools
 import json
 import math
 import numbers
+import random
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -32,12 +35,14 @@ from vlm_envs.remote_wire import (
     StateData,
     one_line,
     parse_error,
+    parse_random,
     parse_reply,
     parse_state,
     read_frame,
 )
 from vlm_envs.rewards import RewardError, check_reward
 from vlm_envs.serve.config import TOKEN_ENV, is_loopback, token_from_env
+from vlm_envs.serve.wire import RandomState
 
 __all__ = ["LOCATION_KEYS", "RemoteEnv", "RemoteEnvError", "build_env"]
 
@@ -55,7 +60,7 @@ LOCATION_KEYS = frozenset({"url", "token", "timeout_s"})
 #: The trainer args (slime's YAML keys; verl's loop sets them from its YAML) :func:`build_env` reads.
 ARGS_URL, ARGS_TIMEOUT = "vlm_envs_remote_url", "vlm_envs_remote_timeout_s"
 #: The frame type that answers each request.
-_ANSWERS = {"reset": "observation", "step": "observation", "state": "state"}
+_ANSWERS = {"reset": "observation", "step": "observation", "state": "state", "random": "random"}
 _turns: dict[tuple[str, ...], itertools.count] = {}
 _turns_lock = threading.Lock()
 T = TypeVar("T")
@@ -279,6 +284,15 @@ class RemoteEnv(Env):
             return state
 
         return self._exchange({"type": "state"}, check).oracle_response
+
+    def random_response(self, rng: random.Random) -> str:
+        """The served env's own random reply for where the episode stands, drawn from ``rng`` as in
+        process: its state goes to the server and comes back advanced past the draw."""
+        self._current()
+        state = RandomState.of(rng).model_dump()
+        text, advanced = self._exchange({"type": "random", "data": state}, parse_random)
+        rng.setstate(advanced)
+        return text
 
     def system_prompt(self) -> str | None:
         return self._system_prompt

@@ -1,7 +1,7 @@
 """What a ``vlm-envs serve`` server's WebSocket replies may hold, read as hostile input by the client.
 
-:class:`~vlm_envs.remote.RemoteEnv` reads every frame through :func:`read_frame` and
-:func:`parse_reply` / :func:`parse_state` / :func:`parse_error`: a text frame holding one JSON object
+:class:`~vlm_envs.remote.RemoteEnv` reads every frame through :func:`read_frame` and :func:`parse_reply` /
+:func:`parse_state` / :func:`parse_random` / :func:`parse_error`: a text frame holding one JSON object
 ``{"type", "data"}``, no ``NaN``/``Infinity``, nested at most :data:`MAX_REPLY_DEPTH` deep, every field
 of the type the wire format (:mod:`vlm_envs.serve.wire`) gives it, nothing coerced (``done: "no"`` is
 refused, never read as true), every number finite. Images are base64 PNGs whose sizes are read from
@@ -18,6 +18,7 @@ import dataclasses
 import io
 import json
 import math
+import random
 import struct
 from typing import Any, Literal
 
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vlm_envs.envs.config import MAX_IMAGE_SIDE
 from vlm_envs.protocol import Observation
+from vlm_envs.serve.wire import MT_VERSION, RandomState
 
 #: The most images one reply may carry: an env shows one or two per observation.
 MAX_REPLY_IMAGES = 16
@@ -69,7 +71,7 @@ class ErrorData(_Strict):
 
 
 class ObservationFields(_Strict):
-    """A reply's ``observation`` (images still base64 strings)."""
+    """A reply's ``observation`` (images still base64 strings; its ``metadata`` mirrors the reply's)."""
 
     text: str
     images: list[str] = Field(max_length=MAX_REPLY_IMAGES)
@@ -91,6 +93,8 @@ class ReplyMetadata(_Strict):
     episode_reward: float | None
     #: Why the server refused the env's reward (the episode's, or this step's when ``reward`` is null).
     reward_error: str | None = None
+    #: The env's own observation metadata (the observation's ``metadata`` mirrors this whole mapping).
+    observation_metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class ResetMetadata(ReplyMetadata):
@@ -120,6 +124,14 @@ class _ResetReply(_Reply):
 
 class _StepReply(_Reply):
     metadata: StepMetadata
+
+
+class RandomData(_Strict):
+    """A ``random`` frame's ``data``: the env's random reply and the generator state after drawing it
+    (its words checked as :class:`~vlm_envs.serve.wire.RandomState` checks them)."""
+
+    text: str
+    state: dict[str, Any]
 
 
 class StateData(_Strict):
@@ -176,7 +188,7 @@ def parse_reply(data: dict[str, Any], op: Literal["reset", "step"]) -> Reply:
             text=fields.text,
             images=decode_images(fields.images),
             role=fields.role,
-            metadata=fields.metadata,
+            metadata=reply.metadata.observation_metadata,
             image_slots=tuple(fields.image_slots),
         )
     except ValidationError as err:
@@ -187,6 +199,20 @@ def parse_reply(data: dict[str, Any], op: Literal["reset", "step"]) -> Reply:
 def parse_state(data: dict[str, Any]) -> StateData:
     """A ``state`` frame's ``data``; :class:`MalformedReply` otherwise."""
     return _validate(StateData, data)
+
+
+def parse_random(data: dict[str, Any]) -> tuple[str, tuple[int, tuple[int, ...], float | None]]:
+    """A ``random`` frame's ``data`` as ``(text, state)``, ``state`` as ``random.Random.setstate``
+    takes it (a valid one: any generator accepts it); :class:`MalformedReply` otherwise."""
+    reply = _validate(RandomData, data)
+    try:
+        state = RandomState.model_validate(reply.state)
+        state.load_into(random.Random())  # a position past the words is refused here, not by the caller
+    except ValidationError as err:
+        raise MalformedReply(f"state: {_first_error(err)}") from None
+    except ValueError as err:
+        raise MalformedReply(f"state: {one_line(err)}") from None
+    return reply.text, (MT_VERSION, tuple(state.words), state.gauss_next)
 
 
 def parse_error(data: dict[str, Any]) -> ErrorData:

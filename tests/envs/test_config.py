@@ -10,7 +10,15 @@ from pydantic import Field
 from vlm_envs import build_env
 from vlm_envs.envs.chart_calc import ChartCalcConfig
 from vlm_envs.envs.clock import ClockConfig
-from vlm_envs.envs.config import MAX_IMAGE_SIDE, EnvConfig, TurnCap, overridden
+from vlm_envs.envs.config import (
+    MAX_IMAGE_SIDE,
+    EnvConfig,
+    TurnCap,
+    check_config_values,
+    check_turns_needed,
+    overridden,
+    turn_cap,
+)
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.fog_maze import FogMazeConfig
 from vlm_envs.envs.frozen_lake import FrozenLakeConfig
@@ -24,6 +32,7 @@ from vlm_envs.envs.sliding_puzzle import SlidingPuzzleConfig
 from vlm_envs.envs.sokoban import SokobanConfig
 from vlm_envs.envs.tower_of_hanoi import TowerOfHanoiConfig
 from vlm_envs.envs.zoom_search import ZoomSearchConfig
+from vlm_envs.registry import get_spec
 
 CONFIGS = [
     ChartCalcConfig,
@@ -198,3 +207,44 @@ def test_sokoban_rng_seed_is_the_first_unseeded_episode_and_the_stream_goes_on()
     env = build_env("sokoban", rng_seed=9)
     assert [env.reset()[1]["seed"], env.reset()[1]["seed"], env.reset(seed=3)[1]["seed"]] == [9, 10, 3]
     assert env.reset()[1]["seed"] == 4
+
+
+@pytest.mark.parametrize(
+    ("target", "config", "says"),
+    [
+        ("sokoban", {"num_boxes": "2"}, "env_config num_boxes: Input should be a valid integer"),
+        ("sokoban", {"gridsize": [6, 6]}, "env_config gridsize: Extra inputs are not permitted"),
+        ("minesweeper", {"mines": 99}, "env_config: 99 mines on 8x8 is too dense"),
+    ],
+)
+def test_a_config_is_checked_against_the_envs_config_class_without_building_it(target, config, says):
+    module = get_spec(target).load()
+    with pytest.raises(ValueError) as err:
+        check_config_values(module, config)
+    assert str(err.value).startswith(says) and "\n" not in str(err.value)
+    check_config_values(module, {"difficulty": "hard"})
+    check_config_values(get_spec("geo3k").load(), {"anything": 1})  # no EnvConfig: checked when built
+
+
+def test_a_turn_cap_left_out_is_what_the_oracle_needs_and_one_given_is_kept():
+    assert turn_cap(None, 8, 3) == 8 and turn_cap(None, 8, 22) == 22 and turn_cap(None, 8, 5000) == 1000
+    assert turn_cap(2, 8, 22) == 2  # the user's budget
+    assert LightsOutConfig(n=8, scramble_presses=64).turn_limit == 22  # ceil(64 / 3): was 8
+    assert LightsOutConfig().turn_limit == 8  # the default config's cap is unchanged
+    with pytest.raises(ValueError, match="can need 1001 turns, over the 1000 an episode may have"):
+        check_turns_needed(1001, "it")
+
+
+def test_a_turn_cap_that_follows_a_move_budget_stays_within_what_any_episode_may_have():
+    """A malformed reply costs no move: a cap of 100,000 turns let a stream of them run past the checker."""
+    assert FrozenLakeConfig(max_moves=100_000).turn_limit == 1000
+    assert FogMazeConfig(max_moves=100_000).turn_limit == 1000
+    assert SokobanConfig(max_steps=100_000).turn_limit == 1000
+    assert FrozenLakeConfig().turn_limit == FogMazeConfig().turn_limit == SokobanConfig().turn_limit == 100
+
+
+def test_a_mazes_move_budget_left_out_covers_its_longest_shortest_path():
+    assert FogMazeConfig().move_budget == 100  # 9x9: 80 moves at most
+    assert FogMazeConfig(size=(40, 40)).move_budget == 1599
+    assert FogMazeConfig(size=(40, 40), view="first_person", max_actions_per_turn=4).move_budget == 3199
+    assert FogMazeConfig(size=(40, 40), max_moves=150).move_budget == 150  # the user's budget

@@ -1,12 +1,13 @@
 """Generated levels: solvable at their recorded optimal length, difficulty honoured, seed-exact."""
 
 import os
+import re
 import subprocess
 import sys
 
 import pytest
 
-from vlm_envs.envs.sokoban import Difficulty, generate_level
+from vlm_envs.envs.sokoban import Difficulty, generate_level, generator
 from vlm_envs.envs.sokoban.board import is_solved, replay, to_ascii
 from vlm_envs.envs.sokoban.generator import MAX_SEARCH_WORK, GenerationError, node_cost
 from vlm_envs.envs.sokoban.solver import Solver
@@ -37,7 +38,10 @@ def test_move_range_is_honoured():
 
 
 def test_the_search_of_one_level_is_bounded_and_an_unmeetable_difficulty_is_a_value_error(monkeypatch):
-    """Unbounded, this difficulty cost 18 s (and a 64x64 board with 10 boxes 4 minutes) of solving."""
+    """Unbounded, 6 boxes on 12x12 cost 18 s (and a 64x64 board with 10 boxes 4 minutes) of solving; such
+    boards are refused now, so a tenth of the budget stands in for a board past it."""
+    budget = MAX_SEARCH_WORK // 10
+    monkeypatch.setattr(generator, "MAX_SEARCH_WORK", budget)
     spent = []
     solve = Solver.solve
 
@@ -47,11 +51,11 @@ def test_the_search_of_one_level_is_bounded_and_an_unmeetable_difficulty_is_a_va
         return result
 
     monkeypatch.setattr(Solver, "solve", counted)
-    spec = Difficulty(rows=12, cols=12, num_boxes=6, min_moves=40)
+    spec = Difficulty(rows=10, cols=10, num_boxes=3, min_moves=30)
     level = generate_level(spec, 0)
     assert is_solved(level.layout, replay(level.layout, level.state, level.solution))
-    cost = node_cost(12, 12, 6)
-    assert sum(spent) * cost <= MAX_SEARCH_WORK + cost * len(spent)  # each solve may pass by one node
+    cost = node_cost(10, 10, 3)
+    assert sum(spent) * cost <= budget + cost * len(spent)  # each solve may pass by one node
     assert not level.optimal_exact  # too big to search exactly within the budget: an upper bound
     assert issubclass(GenerationError, ValueError)  # a difficulty no level meets is a config error
 
@@ -71,12 +75,27 @@ def test_impossible_range_raises_a_clear_error():
         {"min_moves": 9, "max_moves": 3},
         {"rows": 65},
         {"cols": 10**9},
-        {"rows": 64, "cols": 64, "num_boxes": 13},
+        {"rows": 64, "cols": 64, "num_boxes": 5},
     ],
 )
 def test_bad_difficulty_is_rejected(kwargs):
     with pytest.raises(ValueError):
         Difficulty(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"rows": 30, "cols": 30, "num_boxes": 3}, "627 floor cells; 3 box(es) allow at most 53"),
+        ({"rows": 10, "cols": 10, "num_boxes": 3, "wall_fraction": 0.0}, "64 floor cells; 3 box(es) allow"),
+        ({"rows": 24, "cols": 24, "num_boxes": 2, "wall_fraction": 0.0}, "484 floor cells; 2 box(es) allow"),
+        ({"rows": 5, "cols": 5, "num_boxes": 3}, "7 floor cells; 3 box(es) need at least 12"),
+    ],
+)
+def test_boards_past_what_generates_and_solves_in_a_second_are_refused_in_one_line(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as err:
+        Difficulty(**kwargs)
+    assert "\n" not in str(err.value)
 
 
 def test_wall_fraction_zero_gives_an_open_room():

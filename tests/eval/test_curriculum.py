@@ -177,6 +177,45 @@ def test_eval_takes_a_level_as_config_and_its_summary_reports_success_per_level(
     assert "difficulty must be one of" in capsys.readouterr().err
 
 
+def test_eval_takes_make_datasets_mixes_each_episode_the_seed_of_its_level(tmp_path, capsys):
+    out = tmp_path / "run"
+    args = ["eval", "sokoban", "--policy", "oracle", "-n", str(N), "--seed", str(SEED), "--quiet"]
+    assert main([*args, "--difficulty", MIX, "--out", str(out)]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "success by difficulty: easy 100.0% of 3, medium 100.0% of 3, hard 100.0% of 3" in printed
+    plan = list(parse_curriculum(MIX).plan(N, SEED))  # the rows make-dataset would write, in order
+    records = sorted(
+        (json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()),
+        key=lambda r: r["episode"],
+    )
+    assert [(r["seed"], r["reset_info"]["difficulty"]) for r in records] == list(
+        zip(range(SEED, SEED + N), plan, strict=True)
+    )
+    for record in records:  # each episode is that seed's episode of its level
+        _, info = build_env("sokoban", difficulty=record["reset_info"]["difficulty"]).reset(
+            seed=record["seed"]
+        )
+        assert record["reset_info"]["level"] == info["level"], record["seed"]
+    assert json.loads((out / "run.json").read_text())["difficulty"] == MIX
+    assert main([*args, "--difficulty", "hard", "--out", str(out), "--resume"]) == 2  # not the same run
+    assert "difficulty differ" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("env", "extra", "says"),
+    [
+        ("sokoban", ["--difficulty", "easy:0.5,hard:0.6"], "sum to 1.1, not 1"),
+        ("sokoban", ["--difficulty", "brutal"], "'brutal' is not a level"),
+        ("sokoban", ["--difficulty", "hard", "--config", "difficulty=easy"], "not both"),
+        ("toyenvs.colors", ["--difficulty", "easy:0.5,hard:0.5"], "difficulty"),  # an env without levels
+    ],
+)
+def test_eval_refuses_a_bad_curriculum_in_one_line(env, extra, says, tmp_path, capsys):
+    assert main(["eval", env, "--policy", "random", "-n", "3", "--out", str(tmp_path / "r"), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and says in err and "Traceback" not in err, err
+
+
 def test_summary_groups_episodes_by_their_level_easiest_first():
     from vlm_envs.eval.summary import summarize
 

@@ -60,3 +60,19 @@ def test_eval_help_documents_the_exit_codes(capsys: pytest.CaptureFixture[str]) 
     assert exit_info.value.code == 0
     text = capsys.readouterr().out
     assert "1 when every episode FAILED" in text and "--resume without -n" in text
+
+
+def test_a_non_finite_step_reward_fails_the_episode_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    argv = ["eval", "toyenvs.broken:NanReward", "--policy", "random", "-n", "2", "--out", str(out), "--quiet"]
+    assert main(argv) == 1
+    assert (
+        "first error: reward: the step reward of turn 0 is nan, not a finite number"
+        in capsys.readouterr().out
+    )
+    for line in (out / "results.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        assert record["status"] == "failed" and record["reward"] == 0.0
+        assert [turn.get("reward") for turn in record["turns"][1:]] == [0.0]  # never null, never NaN

@@ -18,7 +18,7 @@ from vlm_envs import list_envs
 from vlm_envs.cli import main
 from vlm_envs.episode_carrier import EpisodeSpec, find
 from vlm_envs.eval.datasets import make_dataset
-from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl
+from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl, save_tiny_model
 
 
 @pytest.mark.parametrize("env", [spec.name for spec in list_envs()])
@@ -64,3 +64,23 @@ def test_the_printed_script_trains_on_the_rows(
     )
     assert trainer.state.global_step == 1
     assert "vlm_envs/status/failed" in trainer.state.log_history[0]
+
+
+def test_the_printed_script_loads_its_model_and_processor_without_torchvision(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "train.parquet"
+    assert main(["make-dataset", "sokoban", "-n", "1", "--out", str(out), "--trainer", "trl"]) == 0
+    assert "AutoProcessor" not in capsys.readouterr().out  # it needs torchvision, which no extra installs
+    spec = importlib.util.spec_from_file_location("train_grpo", tmp_path / "train_grpo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    loaded = {}
+    monkeypatch.setattr(module, "MODEL", str(save_tiny_model(tmp_path / "model")))
+    monkeypatch.setattr(
+        module, "train", lambda model, processor: loaded.update(model=model, processor=processor)
+    )
+    module.main()  # as `python train_grpo.py` runs it, the model a local folder instead of the hub's
+    processor = loaded["processor"]
+    assert processor.tokenizer.padding_side == "left" and hasattr(processor, "image_processor")
+    assert type(loaded["model"]).__name__ == "Qwen2VLForConditionalGeneration"

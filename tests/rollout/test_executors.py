@@ -81,6 +81,7 @@ def dataclass_copy(config):
         ({"vlm_envs_ray_actors": 2, "vlm_envs_ray_resources": {"x": "1"}}, "vlm_envs_ray_resources"),
         ({"vlm_envs_ray_actors": 2, "vlm_envs_max_in_flight": 0}, "vlm_envs_max_in_flight"),
         ({"vlm_envs_ray_actors": 2, "vlm_envs_max_in_flight": 2.5}, "vlm_envs_max_in_flight"),
+        ({"vlm_envs_workers": 10_000_000}, "vlm_envs_workers must be at most 256"),
     ],
 )
 def test_a_bad_executor_config_fails_the_sample_and_names_the_key(served, yaml, named):
@@ -100,6 +101,14 @@ def test_a_bad_executor_config_fails_the_sample_and_names_the_key(served, yaml, 
     sample = Sample(index=0)
     asyncio.run(hook.generate(args, sample, {"max_new_tokens": 16}))
     assert sample.status is Sample.Status.FAILED and named in sample.metadata["vlm_envs"]["error"]
+
+
+@pytest.mark.parametrize("processes", [0, 10_000_000, True, 2.0])
+def test_a_pool_of_no_or_countless_workers_is_refused_before_any_starts(processes):
+    from vlm_envs.rollout.workers import EpisodeWorkers
+
+    with pytest.raises(ValueError, match=r"^processes must be an int from 1 to 256, got "):
+        EpisodeWorkers(processes, None, lambda: None)
 
 
 def test_the_config_builds_the_local_pool(served):

@@ -19,19 +19,16 @@ from reward_fault_helpers import REASONS
 
 from vlm_envs import list_envs
 from vlm_envs.episode_carrier import EpisodeSpec, attach
-from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.record import RECORD_KEY
 from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer, episode_reward, rollout_func
-from vlm_envs.testing import build_tiny_processor
 from vlm_envs.testing.env_faults import fault_name, reward_faults
 
 
 def test_every_envs_broken_rewards_fail_with_no_reward_through_the_rollout(tmp_path: Path) -> None:
     torch.set_num_threads(1)
-    # every episode must reach the env's step (where the step faults are): the untrained model may not
-    # sample an image special token, which ends an episode before it (TRL suppresses only the pad)
-    never = sorted(ChatCodec(build_tiny_processor()).special_image_ids)
-    args = trl_helpers.config(tmp_path, generation_kwargs={"max_new_tokens": 4, "suppress_tokens": never})
+    # every episode reaches the env's step (where the step faults are): the rollout suppresses every image
+    # special token, which would end an episode before it
+    args = trl_helpers.config(tmp_path, generation_kwargs={"max_new_tokens": 4})
     trainer = trl_helpers.trainer(
         trl_helpers.dataset("sokoban", 2, max_turns=1), args, cls=VlmEnvsGRPOTrainer
     )

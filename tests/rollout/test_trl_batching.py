@@ -104,3 +104,24 @@ def test_cut_keeps_the_rows_own_budget_and_first_stop() -> None:
     assert cut([5, 6, 7, 8], 3, [9]) == [5, 6, 7]
     assert cut([5, 9, 7, 9], 4, [9]) == [5, 9]
     assert cut([5, 6, 7, 0, 0], 10, [7]) == [5, 6, 7]
+
+
+def test_the_trainers_model_never_samples_an_image_special_token(parts: tuple) -> None:
+    """A model that prefers every image special token (TRL's config suppresses only the pad) still plays
+    its episodes to the end: each would otherwise end at its first reply."""
+    model, codec, _ = parts
+    special = sorted(codec.special_image_ids)
+    assert len(special) > 1  # vision start and end, the pad, ...
+
+    def prefer_special(module: Any, inputs: Any, logits: torch.Tensor) -> torch.Tensor:
+        logits = logits.clone()
+        logits[..., special] += 1e4
+        return logits
+
+    hook = model.lm_head.register_forward_hook(prefer_special)
+    try:
+        traj = asyncio.run(play(engine_of(parts), 0, 6, []))
+    finally:
+        hook.remove()
+    assert traj.status is Status.TRUNCATED and len(traj.turns) == 3, traj.error  # max_turns, not a stop
+    assert not {t for turn in traj.turns for t in turn.reply.ids} & set(special)

@@ -55,6 +55,12 @@ def build(tmp_path: Path, rows: Any, **kwargs: Any) -> VlmEnvsGRPOTrainer:
             [{"role": "user", "content": [{"type": "text", "text": "x"}], "vlm_envs": "{"}],
             r"carrier is not JSON",
         ),
+        # a config value the env's config refuses: found when the dataset is checked, not when sampled
+        (prompt_of(EpisodeSpec("sokoban", 1, {"num_boxes": "2"})), r"env_config num_boxes: Input should be"),
+        (
+            prompt_of(EpisodeSpec("minesweeper", 1, {"mines": 99})),
+            r"env_config: 99 mines on 8x8 is too dense",
+        ),
     ],
 )
 def test_the_first_bad_row_is_refused_by_index_and_reason(tmp_path: Path, bad: Any, reason: str) -> None:

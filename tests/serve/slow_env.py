@@ -23,8 +23,9 @@ class SlowEnv(Env):
     """Ends after ``turns`` steps; each step answers "step N". Replies: ``sleep S`` sleeps first;
     ``block S`` sleeps with every signal blocked (work no signal interrupts); ``open PATH`` opens a
     file (a FIFO blocks); ``hold N`` keeps N MiB more; ``alloc N`` allocates N MiB for the step.
-    Config: ``hold_mib`` kept from reset on; ``reward``/``step_reward`` a number or a broken value
-    (:data:`BROKEN_REWARDS`, or ``raise``); ``has_reward`` False: no episode reward."""
+    Config: ``oracle_s`` the oracle's thinking time; ``hold_mib`` kept from reset on;
+    ``reward``/``step_reward`` a number or a broken value (:data:`BROKEN_REWARDS`, or ``raise``);
+    ``has_reward`` False: no episode reward."""
 
     def __init__(
         self,
@@ -33,8 +34,10 @@ class SlowEnv(Env):
         reward: str | None = None,
         step_reward: str | float | None = None,
         has_reward: bool = True,
+        oracle_s: float = 0.0,
     ) -> None:
         self.turns = turns
+        self.oracle_s = oracle_s
         self.steps = 0
         self.hold_mib = hold_mib
         self.reward = reward
@@ -72,6 +75,11 @@ class SlowEnv(Env):
 
     def episode_reward(self) -> float:
         return _broken(self.reward, float(self.steps))
+
+    def oracle_response(self) -> str:
+        """``go``, after thinking for ``oracle_s`` seconds (an oracle's search that runs for minutes)."""
+        time.sleep(self.oracle_s)
+        return "go"
 
 
 def _broken(name: str | float | None, otherwise: float) -> Any:

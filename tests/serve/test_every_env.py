@@ -93,7 +93,8 @@ def test_an_env_over_websocket_and_http_equals_it_in_process(every_env_server, n
     for body, want, pngs in zip(bodies, expected, expected_png, strict=True):
         got = body["observation"]
         assert got["text"] == want["text"] and got["role"] == want["role"]
-        assert got["image_slots"] == want["image_slots"] and got["metadata"] == want["metadata"]
+        assert got["image_slots"] == want["image_slots"] and got["metadata"] == body["metadata"]
+        assert body["metadata"]["observation_metadata"] == want["metadata"]  # the env's own
         assert [base64.b64decode(data) for data in got["images"]] == pngs  # the very PNG bytes
         if "reward" in want:
             meta = body["metadata"]

@@ -65,6 +65,8 @@ def _meta(run: Path, **changes: object) -> dict:
     return {**json.loads((run / "run.json").read_text()), **changes}
 
 
+#: Nesting past the interpreter's recursion limit (a JSON decoder's RecursionError).
+DEEP = 100_000
 EVIL = "open(__import__('os').environ['EVIL_MARK'], 'w').write('imported')\ndef build_env(**k): pass\n"
 
 # (name, what to break in a copy of the run, a piece of the one line)
@@ -99,6 +101,28 @@ CORRUPT: list[tuple[str, Callable[[Path, Path], Path], str]] = [
     ("not a folder", lambda r, d: (d.write_text("x"), d)[-1], "is not a folder"),
     ("missing", lambda r, d: d, "is not a folder"),
     ("config refused", lambda r, d: _copy(r, d, _meta(r, env_config={"gridsize": 3})), "gridsize"),
+    # a shared folder's config never names a file or folder for this host to read (nothing is opened)
+    (
+        "geo3k dataset /",
+        lambda r, d: _copy(r, d, _meta(r, env="geo3k", env_config={"dataset": "/"})),
+        "config key 'dataset' is refused",
+    ),
+    (
+        "an image path",
+        lambda r, d: _copy(r, d, _meta(r, env="geo3k", env_config={"images": [{"path": "/etc/passwd"}]})),
+        "holds an image named by its path",
+    ),
+    (
+        "jigsaw image_dir",
+        lambda r, d: _copy(r, d, _meta(r, env="jigsaw", env_config={"image_dir": "/"})),
+        "config key 'image_dir' is refused",
+    ),
+    ("run.json nested deep", lambda r, d: _copy(r, d, "[" * DEEP + "]" * DEEP), "nested too deep"),
+    (
+        "only a record nested deep",
+        lambda r, d: _copy(r, d, records=["[" * DEEP + "]" * DEEP]),
+        "1 skipped",
+    ),
 ]
 
 
@@ -134,7 +158,18 @@ def test_bad_records_are_skipped_counted_and_never_coerced(
     nan_reward = {**good[0], "episode": 102, "reward": math.nan}
     no_observation = {**good[0], "episode": 103, "turns": [{k: v for k, v in t.items() if k != "observation"}
                                                             for t in good[0]["turns"]]}  # fmt: skip
-    records = [*good, good[1], bad_seed_float, bad_seed_bool, nan_reward, no_observation, "[1, 2]", "{nope"]
+    deep = "[" * DEEP + "]" * DEEP
+    records = [
+        *good,
+        good[1],
+        bad_seed_float,
+        bad_seed_bool,
+        nan_reward,
+        no_observation,
+        "[1, 2]",
+        "{nope",
+        deep,
+    ]
     folder = _copy(run, tmp_path / "run", records=records)
     code, out, err = _make_sft(
         capsys, "--from", str(folder), "--format", "swift", "--out", str(tmp_path / "o")
@@ -149,6 +184,7 @@ def test_bad_records_are_skipped_counted_and_never_coerced(
         "turn without its observation": 1,
         "no episode index": 1,
         "not JSON": 1,
+        "nested too deep": 1,
     }
     assert "skipped (seed not an int)" in out
 

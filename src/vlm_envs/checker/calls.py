@@ -14,6 +14,7 @@ from typing import Any
 from PIL import Image
 from pydantic import ValidationError
 
+from vlm_envs.envs.config import MAX_TURNS
 from vlm_envs.protocol import Env, Observation, StepInfo
 
 #: Responses no env may crash or hang on. Model output is hostile input.
@@ -72,8 +73,9 @@ _TAG = re.compile(r"(<[^<>]*>)")
 
 #: Numbers past what a float holds, as a model may write them in a tool call's JSON.
 HUGE_NUMBERS = ("9" * 400, "-" + "9" * 309, "1e999", "NaN")
-#: Steps taken to drive an episode to its end before calling it endless.
-MAX_STEPS_TO_END = 500
+#: Steps taken to drive an episode to its end before calling it endless: the most turns a config may give
+#: an episode, so every turn cap a config validates ends within it.
+MAX_STEPS_TO_END = MAX_TURNS
 #: The malformed reply :func:`check_malformed_replies_end` sends again and again.
 MALFORMED_REPLY = "<answer></answer><tool_call></tool_call>"
 #: Episodes the oracle (``oracle_response``), where an env has one, must win.

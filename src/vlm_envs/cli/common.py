@@ -5,13 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from vlm_envs.registry import EnvLoadError, UnknownEnvError
+
+if TYPE_CHECKING:
+    from vlm_envs.eval.curriculum import LevelPlan
 
 USAGE_ERROR = 2
 #: Exit code after Ctrl-C (128 + SIGINT, as a shell reports it).
 INTERRUPTED = 130
+#: Exit code when the reader of stdout went away (``vlm-envs list | head``): 128 + SIGPIPE, as a shell
+#: reports a command the closed pipe ended.
+BROKEN_PIPE = 141
 DEFAULT_EPISODES = 32
 
 
@@ -34,6 +40,29 @@ def add_env_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config", action="append", default=[], metavar="KEY=VALUE", help="env config (JSON values)"
     )
+
+
+def add_difficulty_option(p: argparse.ArgumentParser, item: str) -> None:
+    """``--difficulty SPEC``: the level of each of the command's ``item`` (a row, an episode), one level or
+    a curriculum (:mod:`vlm_envs.eval.curriculum`); read with :func:`difficulty_levels`."""
+    p.add_argument(
+        "--difficulty",
+        metavar="SPEC",
+        help=f"each {item}'s difficulty level, recorded in its env config: LEVEL (every {item}), a mix by "
+        f"share (easy:0.5,medium:0.3,hard:0.2, in an order drawn from --seed) or schedule:easy..hard "
+        f"({item}s ordered from easy to hard)",
+    )
+
+
+def difficulty_levels(spec: str | None, n: int, seed: int, config: dict[str, Any]) -> LevelPlan | None:
+    """The level of each of ``n`` rows (:func:`vlm_envs.eval.curriculum.curriculum_plan`), ``None`` without
+    ``--difficulty``; :class:`UsageError` for a bad spec or a level given twice."""
+    from vlm_envs.eval.curriculum import curriculum_plan
+
+    try:
+        return curriculum_plan(spec, n, seed, config)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
 
 
 def env_config(pairs: Sequence[str]) -> dict[str, Any]:

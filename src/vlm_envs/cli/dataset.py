@@ -7,11 +7,17 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vlm_envs.cli.common import UsageError, add_env_options, build_env, env_config
+from vlm_envs.cli.common import (
+    UsageError,
+    add_difficulty_option,
+    add_env_options,
+    build_env,
+    difficulty_levels,
+    env_config,
+)
 from vlm_envs.registry import EnvLoadError, UnknownEnvError
 
 if TYPE_CHECKING:
-    from vlm_envs.eval.curriculum import LevelPlan
     from vlm_envs.eval.ray_dataset import RayShards
 
 #: ``--ray`` without an address: Ray's own choice (see ``--ray``'s help).
@@ -35,13 +41,7 @@ def add(sub: argparse._SubParsersAction) -> None:
     ds.add_argument(
         "--backend", choices=("fsdp", "megatron"), help="with --trainer verl: verl's trainer (default fsdp)"
     )
-    ds.add_argument(
-        "--difficulty",
-        metavar="SPEC",
-        help="each row's difficulty level, recorded in its env config: LEVEL (every row), a mix by share "
-        "(easy:0.5,medium:0.3,hard:0.2, in an order drawn from --seed) or schedule:easy..hard (rows "
-        "ordered from easy to hard, for trainers that read rows in order)",
-    )
+    add_difficulty_option(ds, "row")
     ds.add_argument(
         "--ray",
         nargs="?",
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     except (OutputExistsError, ValueError) as err:
         raise UsageError(str(err)) from err
     config = env_config(args.config)
-    levels = _levels(args.difficulty, args.n, args.seed, config)
+    levels = difficulty_levels(args.difficulty, args.n, args.seed, config)
     named = [level for level, _ in levels.curriculum.shares] if levels is not None else [None]
     for level in named:  # a config (or a level) the env refuses fails here, once
         leveled = config if level is None else {**config, "difficulty": level}
@@ -112,20 +112,6 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {files.rows} rows to {files.parquet} and the slime YAML to {files.yaml}")
     print("slime flags:\n  " + files.slime_flags())
     return 0
-
-
-def _levels(spec: str | None, n: int, seed: int, config: dict[str, object]) -> LevelPlan | None:
-    """Each row's level for ``--difficulty SPEC`` (:mod:`vlm_envs.eval.curriculum`), None without it."""
-    from vlm_envs.eval.curriculum import parse_curriculum
-
-    if spec is None:
-        return None
-    if "difficulty" in config:
-        raise UsageError("give the level with --difficulty or with --config difficulty=..., not both")
-    try:
-        return parse_curriculum(spec).plan(max(n, 0), seed)
-    except ValueError as err:
-        raise UsageError(str(err)) from err
 
 
 def _refuse_locations(env: str, config: dict[str, object]) -> None:

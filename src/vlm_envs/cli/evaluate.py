@@ -7,7 +7,13 @@ import os
 import sys
 from pathlib import Path
 
-from vlm_envs.cli.common import DEFAULT_EPISODES, UsageError, add_env_options, env_config
+from vlm_envs.cli.common import (
+    DEFAULT_EPISODES,
+    UsageError,
+    add_difficulty_option,
+    add_env_options,
+    env_config,
+)
 
 #: The env module that plays an env on a server (``--env-url``).
 REMOTE_ENV = "vlm_envs.remote"
@@ -60,6 +66,7 @@ def add(sub: argparse._SubParsersAction) -> None:
         default=None,
         help=f"number of episodes (default {DEFAULT_EPISODES}; with --resume, the n of the run in --out)",
     )
+    add_difficulty_option(ev, "episode")
     ev.add_argument("--concurrency", type=int, default=8, help="episodes at a time (default 8)")
     ev.add_argument("--out", help="output folder (default runs/ENV-POLICY)")
     ev.add_argument("--resume", action="store_true", help="play only the episodes missing from --out")
@@ -180,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
         env_config=remote_config(args, env_config(args.config)),
         options=options,
         ray=ray,
+        difficulty=args.difficulty,
     )
     try:
         summary = run_eval(config, progress_stream=None if args.quiet else sys.stderr)

@@ -26,7 +26,7 @@ import types
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ModelWrapValidatorHandler, ValidationError, model_validator
 
 from vlm_envs.protocol import SEED_LIMIT
 
@@ -53,6 +53,24 @@ ActionsPerTurn = Annotated[int, Field(ge=1, le=MAX_ACTIONS_PER_TURN)]
 EpisodeActions = Annotated[int, Field(ge=1, le=MAX_EPISODE_ACTIONS)]
 #: A reward term a config sets.
 RewardTerm = Annotated[float, Field(ge=0.0, le=MAX_REWARD_TERM)]
+
+
+def turn_cap(max_turns: int | None, default: int, needed: int) -> int:
+    """A config's turn cap: ``max_turns`` where given (the user's or trainer's budget, kept as given), else
+    ``default`` raised to the ``needed`` turns the oracle's longest episode of the config takes, at most
+    :data:`MAX_TURNS`: a config left to its defaults is one the oracle wins."""
+    return max_turns if max_turns is not None else min(MAX_TURNS, max(default, needed))
+
+
+def check_turns_needed(needed: int, what: str) -> None:
+    """A ``ValueError`` when ``what`` (a config's words for itself) needs more turns than any episode may
+    have (:data:`MAX_TURNS`), so that no turn cap lets the oracle win."""
+    if needed > MAX_TURNS:
+        raise ValueError(
+            f"{what} can need {needed} turns, over the {MAX_TURNS} an episode may have: allow more actions "
+            "a turn, or make it smaller"
+        )
+
 
 #: The field-metadata mark of a config key that names a file, a folder or a hub id (:func:`location`).
 LOCATION_MARK = "vlm_envs_location"
@@ -116,16 +134,42 @@ def location_keys(target: Any) -> frozenset[str]:
     ``config_class``, a module's config and env classes) and a module's ``LOCATION_KEYS`` (an env
     configured without an :class:`EnvConfig`)."""
     keys = set(getattr(target, "LOCATION_KEYS", ()))
+    for config in _config_classes(target):
+        keys.update(
+            name
+            for name, field in config.model_fields.items()
+            if isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get(LOCATION_MARK)
+        )
+    return frozenset(keys)
+
+
+def check_config_values(target: Any, config: Mapping[str, Any]) -> None:
+    """A one-line ``ValueError`` naming the first bad key where ``config`` does not validate as the
+    :class:`EnvConfig` of the env ``target`` (an ``Env`` class's ``config_class``, or the one such class a
+    module holds); nothing is built (no level, no image). An env without one is passed over: its config
+    is checked when the env is built."""
+    configs = _config_classes(target)
+    if len(configs) != 1:
+        return
+    try:
+        configs.pop().model_validate(dict(config))
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = "".join(f" {part}" for part in first["loc"])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise ValueError(f"env_config{where}: {message}") from None
+
+
+def _config_classes(target: Any) -> set[type[EnvConfig]]:
+    """The :class:`EnvConfig` classes of an env target: an env class's ``config_class``, a module's
+    config and env classes."""
     members = list(vars(target).values()) if isinstance(target, types.ModuleType) else [target]
+    found = set()
     for member in members:
         config = getattr(member, "config_class", member) if isinstance(member, type) else None
         if isinstance(config, type) and issubclass(config, EnvConfig):
-            keys.update(
-                name
-                for name, field in config.model_fields.items()
-                if isinstance(field.json_schema_extra, dict) and field.json_schema_extra.get(LOCATION_MARK)
-            )
-    return frozenset(keys)
+            found.add(config)
+    return found
 
 
 #: A difficulty level.

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from vlm_envs.eval.config_errors import config_error_text
+from vlm_envs.eval.curriculum import LevelPlan, curriculum_plan
 from vlm_envs.eval.policies import PolicyOptions
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Env
@@ -46,6 +47,17 @@ class EvalConfig:
     options: PolicyOptions = dataclasses.field(default_factory=PolicyOptions)
     #: ``None``: episodes play in this process; else on Ray actors (``--ray``).
     ray: RayPlacement | None = None
+    #: ``--difficulty``: each episode's level, one level or a curriculum (:mod:`vlm_envs.eval.curriculum`).
+    difficulty: str | None = None
+
+    def levels(self) -> LevelPlan | None:
+        """Each episode's level (``--difficulty``), ``None`` without one; ``ValueError`` for a bad spec."""
+        return curriculum_plan(self.difficulty, self.n, self.seed, self.env_config)
+
+    def episode_env_config(self, index: int) -> dict[str, Any]:
+        """Episode ``index``'s env config: ``env_config`` with its ``--difficulty`` level."""
+        levels = self.levels()
+        return dict(self.env_config) if levels is None else {**self.env_config, "difficulty": levels[index]}
 
     def run_info(self) -> dict[str, Any]:
         """What ``run.json`` records."""
@@ -60,6 +72,8 @@ class EvalConfig:
         }
         if self.options.base_urls:  # absent for one server, as in runs written before --base-url
             info["base_urls"] = list(self.options.base_urls)
+        if self.difficulty is not None:  # absent without one, as in runs written before --difficulty
+            info["difficulty"] = self.difficulty
         return json_safe(info)
 
 
@@ -82,6 +96,6 @@ def build_configured_env(name: str, max_turns: int | None, env_config: Mapping[s
         raise EnvConfigError(config_error_text(name, err)) from err
 
 
-def make_env(config: EvalConfig) -> Env:
-    """One env as the run builds it (see :func:`build_configured_env`)."""
-    return build_configured_env(config.env, config.max_turns, config.env_config)
+def make_env(config: EvalConfig, index: int = 0) -> Env:
+    """Episode ``index``'s env as the run builds it, at its level (see :func:`build_configured_env`)."""
+    return build_configured_env(config.env, config.max_turns, config.episode_env_config(index))

@@ -1,4 +1,5 @@
-"""Curricula for ``make-dataset --difficulty``: which difficulty level each row of a dataset plays.
+"""Curricula for ``make-dataset --difficulty`` and ``eval --difficulty``: which difficulty level each row of
+a dataset (or episode of an eval) plays.
 
 A spec is one level (``hard``: every row), a mix by share (``easy:0.5,medium:0.3,hard:0.2``: that share
 of the rows at each level, in an order drawn from the dataset's seed), or a schedule
@@ -15,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from vlm_envs.envs.config import LEVELS
 
@@ -97,6 +99,17 @@ def _permuted(index: int, n: int, seed: int) -> int:
         value = (left << half) | right
         if value < n:
             return value
+
+
+def curriculum_plan(spec: str | None, n: int, seed: int, env_config: Mapping[str, Any]) -> LevelPlan | None:
+    """The level of each of ``n`` rows or episodes (``i`` plays seed ``seed + i``) for a ``--difficulty``
+    spec, ``None`` without one; ``ValueError`` for a bad spec or an ``env_config`` that sets the level
+    itself."""
+    if spec is None:
+        return None
+    if "difficulty" in env_config:
+        raise ValueError("give the level with --difficulty or with --config difficulty=..., not both")
+    return parse_curriculum(spec).plan(max(n, 0), seed)
 
 
 def parse_curriculum(spec: str) -> Curriculum:

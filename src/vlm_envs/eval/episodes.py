@@ -41,22 +41,34 @@ class EpisodeRunner(Protocol):
 
 
 async def play_episode(config: EvalConfig, policy: Policy, index: int) -> EpisodeResult:
-    """Episode ``index`` (seed ``config.seed + index``) with a started ``policy``."""
+    """Episode ``index`` (seed ``config.seed + index``, at its ``--difficulty`` level) with a started
+    ``policy``; its reset info records the level where the env's does not."""
     seed = config.seed + index
-    env = await asyncio.to_thread(make_env, config)
+    env = await asyncio.to_thread(make_env, config, index)
     try:
-        return await policy.play(env, seed, config.max_turns or DEFAULT_MAX_TURNS)
+        result = await policy.play(env, seed, config.max_turns or DEFAULT_MAX_TURNS)
     except Exception as err:  # a policy's or env's bug ends this episode as failed, not the run
         return failed_result(config, index, f"{type(err).__name__}: {err}")
     finally:
         env.close()
+    return _with_level(result, config, index)
 
 
 def failed_result(config: EvalConfig, index: int, error: str) -> EpisodeResult:
     """Episode ``index`` ended FAILED before any turn, for ``error``."""
-    return EpisodeResult(
+    result = EpisodeResult(
         seed=config.seed + index, status="failed", reward=0.0, turns=[TurnResult(None)], error=error
     )
+    return _with_level(result, config, index)
+
+
+def _with_level(result: EpisodeResult, config: EvalConfig, index: int) -> EpisodeResult:
+    """``result`` with its episode's ``--difficulty`` level in its reset info (the summary's per-level
+    success reads it there)."""
+    levels = config.levels()
+    if levels is not None:
+        result.reset_info.setdefault("difficulty", levels[index])
+    return result
 
 
 def finish(result: EpisodeResult, index: int, policy_name: str) -> FinishedEpisode:

@@ -15,7 +15,7 @@ from typing import Any
 
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation
-from vlm_envs.rewards import RewardError, call_reward
+from vlm_envs.rewards import RewardError, call_reward, check_reward
 
 
 class PolicyError(Exception):
@@ -129,11 +129,15 @@ class TurnPolicy(Policy):
             except Exception as err:  # an env's bug ends this episode, not the run
                 status, error = "failed", f"env: {type(err).__name__}: {err}"
                 break
+            try:  # the same check the rollout makes (vlm_envs.rewards): the record never holds the value
+                step_reward = check_reward(step.reward, f"the step reward of turn {k}")
+            except RewardError as err:
+                step_reward, status, error = 0.0, "failed", f"reward: {err}"
             turns.append(
                 TurnResult(
                     obs,
                     reply.text,
-                    step.reward,
+                    step_reward,
                     done,
                     dict(step.metrics),
                     dict(step.info),
@@ -147,6 +151,8 @@ class TurnPolicy(Policy):
             messages.append(reply.message or {"role": "assistant", "content": reply.text})
             messages.append(env.format_observation(obs))
             state.observation = obs
+            if status == "failed":
+                break
             if done:
                 status = "completed"
                 break

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from vlm_envs.eval.config import EnvConfigError, EvalConfig, RayPlacement, make_env
+from vlm_envs.eval.config import EnvConfigError, EvalConfig, RayPlacement, build_configured_env, make_env
 from vlm_envs.eval.config_errors import one_line
 from vlm_envs.eval.episodes import EpisodeRunner, LocalEpisodes
 from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock
@@ -46,7 +46,7 @@ __all__ = [
 
 RESULTS, SUMMARY, RUN, REPORT = "results.jsonl", "summary.json", "run.json", "index.html"
 #: ``run.json`` fields that must match for ``resume`` (``n`` may grow).
-_SAME_RUN_KEYS = ("env", "policy", "seed", "max_turns", "env_config", "base_urls")
+_SAME_RUN_KEYS = ("env", "policy", "seed", "max_turns", "env_config", "base_urls", "difficulty")
 
 
 class EvalError(Exception):
@@ -170,6 +170,14 @@ def _check(config: EvalConfig, policy: Policy) -> None:
     if config.ray is not None and config.ray.actor_cpus < 0:
         raise EvalError(f"--actor-cpus must be at least 0, got {config.ray.actor_cpus:g}")
     try:
+        levels = config.levels()
+    except ValueError as err:
+        raise EvalError(str(err)) from err
+    named = [] if levels is None else [level for level, _ in levels.curriculum.shares]
+    try:
+        for level in named:  # a level the env has no preset for fails here, once
+            leveled = {**config.env_config, "difficulty": level}
+            build_configured_env(config.env, config.max_turns, leveled).close()
         env = make_env(config)
     except (UnknownEnvError, EnvLoadError, EnvConfigError) as err:
         raise EvalError(str(err)) from err

@@ -77,10 +77,10 @@ With vLLM, start TRL's server first (`trl vllm-serve --model MODEL`) and set USE
 
 import datasets
 import torch
-from transformers import AutoModelForImageTextToText, AutoProcessor
+from transformers import AutoModelForImageTextToText
 from trl import GRPOConfig
 
-from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer
+from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer, load_processor
 
 MODEL = {model!r}
 DATA = {data!r}
@@ -121,7 +121,7 @@ def train(model, processor, **overrides):
 
 
 def main():
-    processor = AutoProcessor.from_pretrained(MODEL, padding_side="left")
+    processor = load_processor(MODEL, padding_side="left")  # needs no torchvision
     dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
     model = AutoModelForImageTextToText.from_pretrained(MODEL, dtype=dtype)
     train(model, processor)

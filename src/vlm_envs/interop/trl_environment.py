@@ -13,8 +13,12 @@ serve`` instead (:class:`~vlm_envs.remote.RemoteEnv`).
 
 On this route TRL makes every action a JSON tool call and answers it with a ``tool`` message. Each
 instance plays one episode: ``reset(**row)`` starts it (the row's ``seed`` column, when there is one,
-picks the episode; a GRPO group repeats its row, so it plays one seed) and returns the first
-observation's parts, which TRL appends to the row's last user message; the ``reply(text)`` tool hands
+picks the episode; a GRPO group repeats its row, so it plays one seed; its ``difficulty`` and
+``options`` columns are the env's reset options: :mod:`vlm_envs.interop.row_options`) and returns the
+first observation's parts, which TRL appends to the row's last user message (after a blank line
+where that message has text), ending with :attr:`TrlEnvironment.instructions`: the env's text asks
+for replies such as ``<answer>...</answer>``, which only a ``reply`` tool call delivers here; the
+``reply(text)`` tool hands
 the model's reply to ``env.step`` and returns the next observation's parts, images included (TRL
 takes image parts from tools since its PR #5323); each tool of the env itself (Geo3k's
 ``calc_score``, ZoomSearch's ``zoom``) is a tool of the same name, stepping the env with the
@@ -47,16 +51,25 @@ from typing import Any, ClassVar
 import trl
 from trl.chat_template_utils import add_response_schema
 
+from vlm_envs.interop.row_options import row_reset_options
 from vlm_envs.protocol import Env, Observation, check_seed
-from vlm_envs.registry import build_env
+from vlm_envs.registry import build_env, get_spec
 from vlm_envs.rewards import RewardError, call_reward, check_reward
 
 #: The tool every env gets: the model's reply, as the env's text protocol reads it.
 REPLY_TOOL = "reply"
-#: Names TRL reserves on an environment class (never tools).
-RESERVED = ("reset", "get_reward", REPLY_TOOL)
+#: Names TRL reserves on an environment class, and the class's own attributes (never tools).
+RESERVED = ("reset", "get_reward", REPLY_TOOL, "instructions", "options_target", "env_name", "env_config")
 #: JSON schema types as Python annotations (transformers writes the schema back from these).
 JSON_TYPES: dict[str, Any] = {"string": str, "number": float, "integer": int, "boolean": bool, "object": dict}
+#: What the first observation ends with on this route ({tools}: the env's own tools, where it has some).
+INSTRUCTIONS = (
+    "On this route every reply is a tool call: call the `reply` tool with your whole reply, written "
+    "exactly as asked above, as its `text`{tools}. A reply the text above says to write without a "
+    "tool call goes through `reply` too; text written outside a tool call is never read."
+)
+#: What stands between the row's prompt and the first observation.
+SEPARATOR = "\n\n"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _log = logging.getLogger(__name__)
 
@@ -89,6 +102,10 @@ class TrlEnvironment:
 
     env_name: ClassVar[str] = ""
     env_config: ClassVar[dict[str, Any]] = {}
+    #: Appended to the first observation (set by :func:`environment_factory`; "" appends nothing).
+    instructions: ClassVar[str] = ""
+    #: What checks a row's reset options (the env's registry target; ``None``: the server checks them).
+    options_target: ClassVar[Any] = None
     #: Builds the env when given (private: TRL offers every public function of the class as a tool).
     _make_env: ClassVar[Callable[[], Env] | None] = None
 
@@ -103,11 +120,19 @@ class TrlEnvironment:
         self.reward_error: str | None = None
 
     def reset(self, **row: Any) -> list[dict[str, Any]]:
-        """Start an episode (the row's ``seed`` picks it) and return its first observation's parts."""
-        obs, _ = self._env.reset(seed=check_seed(row.get("seed")))  # a bad seed column: one clear error
+        """Start an episode (the row's ``seed`` picks it; its ``difficulty`` and ``options`` are the
+        env's reset options) and return its first observation's parts, then :attr:`instructions`."""
+        seed = check_seed(row.get("seed"))  # a bad column: one clear error
+        options = row_reset_options(row, self.options_target)
+        obs, _ = self._env.reset(seed=seed) if options is None else self._env.reset(seed, options)
         self._done, self._steps = False, 0
         self.last_info, self.reward_error = {}, None
-        return _parts(obs)
+        parts = _parts(obs)
+        if _has_text(row.get("prompt")):
+            parts.insert(0, {"type": "text", "text": SEPARATOR})
+        if self.instructions:
+            parts.append({"type": "text", "text": SEPARATOR + self.instructions})
+        return parts
 
     def reply(self, text: str) -> list[dict[str, Any]] | str:
         """Send your reply to the environment, written exactly as its instructions ask.
@@ -174,9 +199,12 @@ def environment_factory(
     methods: dict[str, Any] = {"env_name": env, "env_config": dict(config)}
     if make_env is not None:
         methods["_make_env"] = staticmethod(make_env)
-    for schema in schemas:
-        tool = env_tool(schema)
-        methods[tool.__name__] = tool
+    if url is None:  # served: the server checks a row's options; else the env's own marks do
+        methods["options_target"] = type(probe) if make_env is not None else get_spec(env).load()
+    tools = [env_tool(schema) for schema in schemas]
+    methods.update((tool.__name__, tool) for tool in tools)
+    names = ", ".join(f"`{tool.__name__}`" for tool in tools)
+    methods["instructions"] = INSTRUCTIONS.format(tools=f", or call its own tools ({names})" if tools else "")
     name = "".join(part.title() for part in re.split(r"[^A-Za-z0-9]+", env)) + "TrlEnvironment"
     return type(name, (TrlEnvironment,), methods)
 
@@ -222,6 +250,17 @@ def _annotation(spec: Mapping[str, Any]) -> Any:
     if spec.get("type") == "array":
         return list[_annotation(spec.get("items", {}))] if spec.get("items") else list
     return JSON_TYPES.get(str(spec.get("type")), str)
+
+
+def _has_text(prompt: Any) -> bool:
+    """Whether a row's conversational prompt ends with a message that has text (TRL appends the first
+    observation to that message's content)."""
+    if not isinstance(prompt, list) or not prompt or not isinstance(prompt[-1], Mapping):
+        return False
+    content = prompt[-1].get("content")
+    if isinstance(content, list):
+        return any(isinstance(p, Mapping) and p.get("type") == "text" and p.get("text") for p in content)
+    return bool(content)
 
 
 def _parts(obs: Observation) -> list[dict[str, Any]]:

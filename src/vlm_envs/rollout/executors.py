@@ -23,7 +23,7 @@ from vlm_envs.rollout.engines import Engine
 from vlm_envs.rollout.episode import run_episode
 from vlm_envs.rollout.offload import rollout_executor
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.worker_process import EpisodeJob
+from vlm_envs.rollout.worker_process import MAX_WORKER_PROCESSES, EpisodeJob
 
 __all__ = ["EpisodeExecutor", "ExecutorConfig", "InProcessEpisodes"]
 
@@ -117,6 +117,8 @@ class ExecutorConfig:
             value = getattr(self, name)
             if type(value) is not int or value < 0:
                 raise ValueError(f"vlm_envs_{name} must be an integer >= 0, got {value!r}")
+        if self.workers > MAX_WORKER_PROCESSES:
+            raise ValueError(f"vlm_envs_workers must be at most {MAX_WORKER_PROCESSES}, got {self.workers}")
         bound = self.max_in_flight
         if bound is not None and (type(bound) is not int or bound < 1):
             raise ValueError(f"vlm_envs_max_in_flight must be an integer >= 1, got {bound!r}")

@@ -16,7 +16,8 @@ in ``allowed_envs`` above: a row never chooses code to run), ``seed``, ``env_con
 ``max_turns`` (else ``env_config["max_turns"]``, else ``rollout.multi_turn.max_assistant_turns``,
 else 8); ``history`` (``window:K``), ``turn_reward`` and ``gamma`` (in [0, 1]) for per-turn outputs.
 A row with a ``seed`` builds its env from its env config alone; a row without one from the row
-itself (``extra_info`` as the sample's metadata, ``raw_prompt`` as its prompt). The episode is played by
+itself (:func:`task_sample`: ``raw_prompt`` and its images, the answer of ``reward_model``, so a user's own
+geometry3k rows play their problems). The episode is played by
 :func:`~vlm_envs.rollout.episode.run_episode`, the core the slime hook uses, with verl's server
 manager as its engine (log probs are always asked for). Budgets: ``rollout.response_length`` caps
 the response; a prompt longer than ``rollout.prompt_length`` fails the episode (image tokens cannot
@@ -38,6 +39,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from PIL import Image
 from verl.experimental.agent_loop.agent_loop import (
     AgentLoopBase,
     AgentLoopMetrics,
@@ -55,7 +57,7 @@ from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.image_uris import ImageInput
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, episode_record
-from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
+from vlm_envs.rollout.rows import RowError, RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample
 
@@ -122,6 +124,28 @@ def resolve_config(
         turn_reward=turn_reward,
         gamma=gamma,
     )
+
+
+def task_sample(row: Mapping[str, Any], extra_info: Mapping[str, Any]) -> types.SimpleNamespace:
+    """A row's own task as the sample its env is built from where the row names no seed: ``extra_info`` as
+    its metadata, ``raw_prompt`` as its prompt, the images of ``raw_prompt``'s image parts (where verl's
+    dataset puts a row's images) and ``reward_model["ground_truth"]``, else ``extra_info["answer"]``, as
+    its label (verl's geometry3k rows). An image part that holds no image (a path, a URL) is a
+    :class:`~vlm_envs.rollout.rows.RowError`: a row carries its images, never files to open."""
+    prompt = row.get("raw_prompt")
+    images = []
+    for message in prompt if isinstance(prompt, list) else []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, Mapping) and part.get("type") == "image":
+                image = part.get("image")
+                if not isinstance(image, Image.Image):
+                    raise RowError(f"an image part of raw_prompt holds {type(image).__name__}, not an image")
+                images.append(image)
+    reward_model = row.get("reward_model")
+    label = reward_model.get("ground_truth") if isinstance(reward_model, Mapping) else None
+    label = extra_info.get("answer") if label is None else label
+    return types.SimpleNamespace(metadata=dict(extra_info), prompt=prompt, images=images, label=label)
 
 
 def finish_reason(stop_reason: Any, generated: int, max_new_tokens: int) -> FinishReason | str:
@@ -236,8 +260,7 @@ class VlmEnvsAgentLoop(AgentLoopBase):
             config = resolve_config(self.rollout_config, extra_info, allowed)
             record["env"] = config.env
             codec = _codec(self.processor if self.processor is not None else self.tokenizer)
-            row_sample = types.SimpleNamespace(metadata=dict(extra_info), prompt=kwargs.get("raw_prompt"))
-            sample, env_config = config.row.build_inputs(row_sample)
+            sample, env_config = config.row.build_inputs(task_sample(kwargs, extra_info))
             args = types.SimpleNamespace(max_turns=config.episode.max_turns, **self.remote)
             env = build_env(config.env, sample=sample, args=args, **env_config)
         except Exception as err:  # a missing env, a bad row or config fails this row only

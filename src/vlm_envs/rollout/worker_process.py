@@ -36,6 +36,9 @@ from vlm_envs.rollout.wire import ARENA_BYTES, SEND_TIMEOUT_S, Packer, Sender, p
 STOP_TIMEOUT_S = SEND_TIMEOUT_S
 #: How often a worker's event loop says it is alive (seconds).
 ALIVE_EVERY_S = 1.0
+#: The most worker processes one pool starts: past the cores of the largest machines, a count is a typo
+#: (10,000,000 workers would spawn until the machine runs out of processes).
+MAX_WORKER_PROCESSES = 256
 #: Container allocations between two young collections in a worker (Python's default: 700). With
 #: hundreds of episodes in flight most young objects are still alive when collected, so frequent
 #: collections find little; with 2,000 Sokoban episodes in flight this cut a worker's collector

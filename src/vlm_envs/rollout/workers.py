@@ -31,7 +31,14 @@ from vlm_envs.rollout.handoff import Waiter
 from vlm_envs.rollout.slots import Slots
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.rollout.wire import ARENA_BYTES, Receiver, Sender, arena_size
-from vlm_envs.rollout.worker_process import ALIVE_EVERY_S, STOP_TIMEOUT_S, EpisodeJob, WorkerSpec, worker_main
+from vlm_envs.rollout.worker_process import (
+    ALIVE_EVERY_S,
+    MAX_WORKER_PROCESSES,
+    STOP_TIMEOUT_S,
+    EpisodeJob,
+    WorkerSpec,
+    worker_main,
+)
 
 __all__ = ["EpisodeJob", "EpisodeWorkers"]
 
@@ -60,8 +67,10 @@ class EpisodeWorkers:
         stuck_after_s: float = 120.0,
         max_in_flight: int | None = None,
     ) -> None:
-        if processes < 1:
-            raise ValueError(f"processes must be >= 1, got {processes}")
+        if type(processes) is not int or not 1 <= processes <= MAX_WORKER_PROCESSES:
+            raise ValueError(
+                f"processes must be an int from 1 to {MAX_WORKER_PROCESSES}, got {processes!r:.40}"
+            )
         if stuck_after_s <= ALIVE_EVERY_S:
             raise ValueError(f"stuck_after_s must exceed {ALIVE_EVERY_S} s, got {stuck_after_s}")
         self.stuck_after_s = stuck_after_s

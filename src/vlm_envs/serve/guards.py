@@ -64,7 +64,7 @@ async def read_json(request: Request, cap: int) -> dict[str, Any]:
     """The request's JSON object, read up to ``cap`` bytes: 413 past it, 400 for anything not a JSON
     object."""
     length = request.headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > cap:
+    if length is not None and length.isascii() and length.isdigit() and int(length) > cap:
         raise ApiError(413, f"request body of {length} bytes is over the cap of {cap} bytes")
     chunks, size = [], 0
     async for chunk in request.stream():

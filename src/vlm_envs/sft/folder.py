@@ -23,6 +23,8 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from vlm_envs.files import process_alive
+
 MANIFEST = "manifest.json"
 #: The manifest's ``made_by`` value: what marks a folder as make-sft's own.
 MADE_BY = "vlm-envs make-sft"
@@ -101,7 +103,7 @@ class Aside:
         """Delete the aside folders of ``out`` that killed runs left (their process is gone)."""
         for sibling in self.out.parent.glob(f".{self.out.name}.partial-*"):
             pid = sibling.name.rsplit("-", 1)[1]
-            if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+            if pid.isdigit() and (int(pid) == os.getpid() or not process_alive(int(pid))):
                 shutil.rmtree(sibling, ignore_errors=True)
 
     def discard(self) -> None:
@@ -131,16 +133,6 @@ class Aside:
         except FolderError:
             self.discard()
             raise
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def _exchange(a: Path, b: Path) -> bool:

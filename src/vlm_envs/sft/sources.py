@@ -1,7 +1,9 @@
 """Where demonstrations come from: an env's oracle, or the records of a ``vlm-envs eval`` folder.
 
 A run folder is hostile input (people share them): ``run.json`` may name only a registered env, with
-a config that is a JSON object and a turn cap that is a positive int; each record is checked before it
+a config that is a JSON object a client may give (no file, folder or hub id the host would read:
+:func:`vlm_envs.envs.config.check_client_config`) and a turn cap that is a positive int; JSON nested
+past the interpreter's recursion limit is refused, not a traceback; each record is checked before it
 is replayed (an int seed, a finite reward, every turn's observation present), nothing is coerced, and
 a record that fails is skipped and counted, as is a repeated episode. An env that raises on one seed
 is counted with its error and the run goes on.
@@ -18,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from vlm_envs.envs.config import ClientConfigError, check_client_config
 from vlm_envs.eval.config import build_configured_env
 from vlm_envs.protocol import Env, check_seed
 from vlm_envs.registry import get_spec, list_envs
@@ -143,6 +146,8 @@ def read_run(run_dir: Path) -> tuple[str, dict[str, Any], int | None]:
         run = json.loads((run_dir / RUN).read_bytes())
     except FileNotFoundError:
         raise SftError(f"{run_dir} holds no {RUN}: give a `vlm-envs eval` output folder") from None
+    except RecursionError:
+        raise SftError(f"{where} is JSON nested too deep to be a run description") from None
     except (OSError, ValueError) as err:
         raise SftError(f"{where} cannot be read as JSON ({_one_line(err)})") from None
     if not isinstance(run, dict):
@@ -157,6 +162,10 @@ def read_run(run_dir: Path) -> tuple[str, dict[str, Any], int | None]:
     config = run.get("env_config") or {}
     if not isinstance(config, dict):
         raise SftError(f"{where}: env_config is {type(config).__name__}, not an object")
+    try:  # the folder is someone else's: its config chooses episodes, never files for this host to read
+        check_client_config(get_spec(name).load(), config)
+    except ClientConfigError as err:
+        raise SftError(f"{where}: {err}") from None
     max_turns = run.get("max_turns")
     if max_turns is not None and (type(max_turns) is not int or max_turns < 1):
         raise SftError(f"{where}: max_turns is {max_turns!r}, not a positive int")
@@ -179,6 +188,9 @@ def _records(path: Path) -> Iterator[dict[str, Any] | str]:
                 continue
             try:
                 record = json.loads(line)
+            except RecursionError:
+                bad.append("nested too deep")
+                continue
             except ValueError:
                 bad.append("not JSON")
                 continue

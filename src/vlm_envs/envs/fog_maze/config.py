@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
@@ -12,7 +13,12 @@ from vlm_envs.envs.config import (
     RenderedConfig,
     RenderMode,
     TurnCap,
+    check_turns_needed,
+    turn_cap,
 )
+
+#: The action budget of a maze that needs no more (:attr:`FogMazeConfig.move_budget`).
+DEFAULT_MAX_MOVES = 100
 
 
 class FogMazeConfig(RenderedConfig):
@@ -43,9 +49,10 @@ class FogMazeConfig(RenderedConfig):
     view_size: int = Field(3, ge=1, le=9)
     render_mode: RenderMode = "vision"
     max_actions_per_turn: ActionsPerTurn = 4
-    #: Actions in the whole episode (blocked ones and turns included).
-    max_moves: EpisodeActions = 100
-    #: ``None``: ``max_moves`` turns (see :attr:`turn_limit`).
+    #: Actions in the whole episode (blocked ones and turns included); ``None``: 100, or the actions the
+    #: longest shortest path of the maze's size takes where that is more (see :attr:`move_budget`).
+    max_moves: EpisodeActions | None = None
+    #: ``None``: one turn per action of the budget, at most 1000 (see :attr:`turn_limit`).
     max_turns: TurnCap | None = None
     #: ``local`` image: pixels per cell.
     cell_size: int = Field(48, ge=8, le=256)
@@ -66,10 +73,28 @@ class FogMazeConfig(RenderedConfig):
         width, height = self.image_size
         if not (32 <= width <= 1024 and 32 <= height <= 1024):
             raise ValueError(f"image_size must be 32 to 1024 pixels each way, got {self.image_size}")
+        turns = math.ceil(self.actions_needed / self.max_actions_per_turn)
+        check_turns_needed(turns, f"a {rows}x{cols} maze at {self.max_actions_per_turn} action(s) a turn")
         return self
 
     @property
+    def actions_needed(self) -> int:
+        """The actions of the longest shortest path a maze of this size can have: a path visits each cell
+        once (``rows * cols - 1`` steps); in ``first_person`` each step may need a turn first, and the
+        first step two."""
+        steps = self.size[0] * self.size[1] - 1
+        return 2 * steps + 1 if self.view == "first_person" else steps
+
+    @property
+    def move_budget(self) -> int:
+        """The actions of an episode: ``max_moves``, else 100 or :attr:`actions_needed` where that is more."""
+        if self.max_moves is not None:
+            return self.max_moves
+        return max(DEFAULT_MAX_MOVES, self.actions_needed)
+
+    @property
     def turn_limit(self) -> int:
-        """The turn cap: ``max_turns``, else ``max_moves``. A turn that plays uses an action, so only replies
-        that play none (malformed ones) reach it before the actions run out: it ends a stream of them."""
-        return self.max_turns if self.max_turns is not None else self.max_moves
+        """The turn cap: ``max_turns``, else :attr:`move_budget` (at most 1000). A turn that plays uses an
+        action, so only replies that play none (malformed ones) reach it before the actions run out: it
+        ends a stream of them."""
+        return turn_cap(self.max_turns, self.move_budget, 0)

@@ -2,9 +2,10 @@
 
 Each turn the model answers 1 to ``max_actions_per_turn`` actions in ``<answer>...</answer>``; a
 malformed answer costs the turn (no action) and the next observation says why. Every action counts
-toward ``max_moves``, blocked ones and turns included. The episode ends on reaching the goal
-(terminated, reward 1.0), or when ``max_moves`` actions or ``max_turns`` turns are used (truncated);
-without ``max_turns`` the turn cap is ``max_moves``, so a stream of malformed replies ends too.
+toward the action budget (``max_moves``, by default enough for the longest path of the maze's size),
+blocked ones and turns included. The episode ends on reaching the goal (terminated, reward 1.0), or when
+the budget's actions or ``max_turns`` turns are used (truncated); without ``max_turns`` the turn cap is the
+budget (at most 1000), so a stream of malformed replies ends too.
 The observation never shows the map: what the model learned about it earlier lives only in its
 history. ``info`` carries the full layout for logs and replays.
 """
@@ -90,11 +91,11 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
                 ep.revisits += cell in ep.visited
                 ep.visited.add(cell)
             ep.cell = cell
-            if ep.success or ep.moves >= cfg.max_moves:
+            if ep.success or ep.moves >= cfg.move_budget:
                 break
         ep.invalid_moves += blocked
         success = ep.success
-        truncated = not success and (ep.moves >= cfg.max_moves or ep.turns >= cfg.turn_limit)
+        truncated = not success and (ep.moves >= cfg.move_budget or ep.turns >= cfg.turn_limit)
         ep.done = success or truncated
         obs = self._observation(self._feedback(parsed.error, played, blocked, success, truncated))
         metrics: dict[str, float | int | bool] = {
@@ -155,7 +156,7 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
 
     def _observation(self, header: str) -> Observation:
         ep, cfg = self._episode(), self.config
-        footer = f"Actions left: {cfg.max_moves - ep.moves}."
+        footer = f"Actions left: {cfg.move_budget - ep.moves}."
         if cfg.view == "first_person":
             footer = f"You face {_HEADINGS[ep.heading]}. " + footer
         return Observation.compose(header + "\n", *self._view(), footer)
@@ -186,7 +187,7 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
         lines.append(
             f"Answer with 1 to {cfg.max_actions_per_turn} actions inside <answer></answer>, separated by "
             f"commas, for example {format_actions((0, 1 if len(names) > 1 else 0), cfg.view)}. "
-            f"You have {cfg.max_moves} actions in total."
+            f"You have {cfg.move_budget} actions in total."
         )
         lines.append("What you see now:")
         return "\n".join(lines)

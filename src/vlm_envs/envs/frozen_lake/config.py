@@ -13,6 +13,7 @@ from vlm_envs.envs.config import (
     RenderedConfig,
     RenderMode,
     TurnCap,
+    turn_cap,
 )
 
 
@@ -72,5 +73,5 @@ class FrozenLakeConfig(RenderedConfig):
 
     @property
     def turn_limit(self) -> int:
-        """The turn cap: ``max_turns``, else ``max_moves`` (a stream of malformed replies ends too)."""
-        return self.max_turns if self.max_turns is not None else self.max_moves
+        """The turn cap: ``max_turns``, else ``max_moves`` (at most 1000): malformed replies end too."""
+        return turn_cap(self.max_turns, self.max_moves, 0)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from vlm_envs.envs.config import ActionsPerTurn, RenderedConfig, RenderMode, TurnCap, location
+from vlm_envs.envs.config import ActionsPerTurn, RenderedConfig, RenderMode, TurnCap, location, turn_cap
+
+#: The turn cap of a config that needs no more (:attr:`JigsawConfig.turn_limit`).
+DEFAULT_MAX_TURNS = 8
 
 
 class JigsawConfig(RenderedConfig):
@@ -28,6 +32,19 @@ class JigsawConfig(RenderedConfig):
     image_dir: str | None = location()
     render_mode: RenderMode = "vision"
     max_swaps_per_turn: ActionsPerTurn = 4
-    max_turns: TurnCap = 8
+    #: ``None``: 8 turns, or the turns the oracle's longest episode takes where that is more (see
+    #: :attr:`turn_limit`).
+    max_turns: TurnCap | None = None
     #: Side of the (square) picture in pixels.
     image_size: int = Field(336, ge=64, le=1024)
+
+    @property
+    def turns_needed(self) -> int:
+        """The turns the oracle's longest episode takes: it places a tile with each swap, so at most
+        ``n * n - 1`` swaps, ``max_swaps_per_turn`` a turn."""
+        return math.ceil((self.n * self.n - 1) / self.max_swaps_per_turn)
+
+    @property
+    def turn_limit(self) -> int:
+        """The turn cap: ``max_turns``, else 8 or :attr:`turns_needed` where that is more."""
+        return turn_cap(self.max_turns, DEFAULT_MAX_TURNS, self.turns_needed)

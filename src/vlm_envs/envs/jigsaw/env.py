@@ -2,7 +2,8 @@
 
 Each turn shows the arrangement (tile positions numbered from 1, row-major) and the model answers
 1 to ``max_swaps_per_turn`` swaps. A malformed answer costs the turn (no swap). The episode ends
-when the picture is whole (terminated, reward 1.0) or after ``max_turns`` turns (truncated).
+when the picture is whole (terminated, reward 1.0) or after the turn cap (truncated; ``max_turns``, by
+default enough turns for the oracle).
 """
 
 from __future__ import annotations
@@ -83,7 +84,7 @@ class JigsawEnv(EpisodicEnv[JigsawConfig, _Episode]):
             if ep.success:
                 break
         success = ep.success
-        truncated = not success and ep.turns >= cfg.max_turns
+        truncated = not success and ep.turns >= cfg.turn_limit
         ep.done = success or truncated
         metrics: dict[str, float | int | bool] = {
             "format_valid": parsed.error is None,
@@ -125,7 +126,7 @@ class JigsawEnv(EpisodicEnv[JigsawConfig, _Episode]):
             pieces += [arrangement_image(ep.tiles, ep.board, cfg.n, cfg.numbers), "\n"]
         if cfg.shows_text:
             pieces.append(arrangement_text(ep.board, cfg.n) + "\n")
-        pieces.append(f"Turns left: {cfg.max_turns - ep.turns}.")
+        pieces.append(f"Turns left: {cfg.turn_limit - ep.turns}.")
         return Observation.compose(*pieces)
 
     def _instructions(self) -> str:
@@ -148,7 +149,7 @@ class JigsawEnv(EpisodicEnv[JigsawConfig, _Episode]):
             )
         lines.append(
             f"Answer with 1 to {cfg.max_swaps_per_turn} swaps of two positions inside <answer></answer>, "
-            f"for example <answer>swap(1,{tiles}) swap(2,3)</answer>. You have {cfg.max_turns} turns."
+            f"for example <answer>swap(1,{tiles}) swap(2,3)</answer>. You have {cfg.turn_limit} turns."
         )
         lines.append("The tiles now:")
         return "\n".join(lines)

@@ -3,9 +3,10 @@ neighbours.
 
 Each turn shows the board (columns lettered from A, rows numbered from 1) and the model answers 1 to
 ``max_presses_per_turn`` lights to press, ``<answer>B2, C3</answer>``. A malformed answer costs the turn
-(no press). The episode ends when every light is off (terminated, reward 1.0) or after ``max_turns``
-turns (truncated). Boards are scrambled from a dark one by distinct random presses, so every one is
-solvable; the oracle presses a smallest solution (linear algebra over GF(2)).
+(no press). The episode ends when every light is off (terminated, reward 1.0) or after the turn cap
+(truncated; ``max_turns``, by default enough turns for the oracle). Boards are scrambled from a dark
+one by distinct random presses, so every one is solvable; the oracle presses a smallest solution
+(linear algebra over GF(2)).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class LightsOutEnv(EpisodicEnv[LightsOutConfig, _Episode]):
             ep.lights = press(cfg.n, ep.lights, cell)
             ep.presses += 1
         success = ep.success
-        truncated = not success and ep.turns >= cfg.max_turns
+        truncated = not success and ep.turns >= cfg.turn_limit
         ep.done = success or truncated
         metrics: dict[str, float | int | bool] = {
             "format_valid": parsed.error is None,
@@ -119,7 +120,7 @@ class LightsOutEnv(EpisodicEnv[LightsOutConfig, _Episode]):
             pieces += [board_image(cfg.n, ep.lights, cfg.cell_size), "\n"]
         if cfg.shows_text:
             pieces.append(board_text(cfg.n, ep.lights) + "\n")
-        pieces.append(f"Lights on: {ep.lights.bit_count()}. Turns left: {cfg.max_turns - ep.turns}.")
+        pieces.append(f"Lights on: {ep.lights.bit_count()}. Turns left: {cfg.turn_limit - ep.turns}.")
         return Observation.compose(*pieces)
 
     def _instructions(self) -> str:
@@ -136,7 +137,7 @@ class LightsOutEnv(EpisodicEnv[LightsOutConfig, _Episode]):
             lines.append("In the text board: O is on, . is off.")
         lines.append(
             f"Answer with 1 to {cfg.max_presses_per_turn} lights to press inside <answer></answer>, for "
-            f"example <answer>A1, B2</answer>. You have {cfg.max_turns} turns."
+            f"example <answer>A1, B2</answer>. You have {cfg.turn_limit} turns."
         )
         lines.append("The board now:")
         return "\n".join(lines)

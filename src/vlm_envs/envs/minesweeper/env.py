@@ -5,8 +5,9 @@ fields open a few more safe cells, see :mod:`~vlm_envs.envs.minesweeper.generato
 cleared by reasoning from the numbers alone. Each turn the model answers 1 to ``max_actions_per_turn`` cells
 in ``<answer>C4, D5</answer>`` (column letter, row number); they are revealed in order. Revealing a mine
 ends the episode (terminated, reward 0.0); revealing the last safe cell wins it (terminated, reward 1.0);
-``max_turns`` turns end it too (truncated). A cell already revealed is skipped (``action_valid`` false);
-a malformed answer costs the turn. What a revealed cell shows is new information each turn.
+the turn cap ends it too (truncated; ``max_turns``, by default enough turns for the oracle). A cell already
+revealed is skipped (``action_valid`` false); a malformed answer costs the turn. What a revealed cell shows
+is new information each turn.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class MinesweeperEnv(EpisodicEnv[MinesweeperConfig, _Episode]):
                 break
         success = ep.success
         terminated = success or ep.hit is not None
-        truncated = not terminated and ep.turns >= cfg.max_turns
+        truncated = not terminated and ep.turns >= cfg.turn_limit
         ep.done = terminated or truncated
         metrics: dict[str, float | int | bool] = {
             "format_valid": parsed.error is None,
@@ -178,7 +179,7 @@ class MinesweeperEnv(EpisodicEnv[MinesweeperConfig, _Episode]):
             pieces.append(field_text(ep.field, ep.revealed, ep.hit) + "\n")
         pieces.append(
             f"Hidden cells: {ep.hidden}. Mines: {len(ep.field.mines)}. "
-            f"Turns left: {cfg.max_turns - ep.turns}."
+            f"Turns left: {cfg.turn_limit - ep.turns}."
         )
         return Observation.compose(*pieces)
 
@@ -200,7 +201,7 @@ class MinesweeperEnv(EpisodicEnv[MinesweeperConfig, _Episode]):
             lines.append("In the grid '#' is hidden, '.' a revealed cell with no mine next to it.")
         lines.append(
             f"Answer with 1 to {cfg.max_actions_per_turn} cells to reveal inside <answer></answer>, for "
-            f"example <answer>C4, D5</answer>. You have {cfg.max_turns} turns."
+            f"example <answer>C4, D5</answer>. You have {cfg.turn_limit} turns."
         )
         lines.append("The field now:")
         return "\n".join(lines)

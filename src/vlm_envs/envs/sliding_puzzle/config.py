@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from vlm_envs.envs.config import ActionsPerTurn, RenderedConfig, RenderMode, TurnCap
+from vlm_envs.envs.config import ActionsPerTurn, RenderedConfig, RenderMode, TurnCap, turn_cap
+
+#: The turn cap of a config that needs no more (:attr:`SlidingPuzzleConfig.turn_limit`).
+DEFAULT_MAX_TURNS = 12
 
 
 class SlidingPuzzleConfig(RenderedConfig):
@@ -25,6 +29,19 @@ class SlidingPuzzleConfig(RenderedConfig):
     scramble_moves: int = Field(16, ge=1, le=80)
     render_mode: RenderMode = "vision"
     max_actions_per_turn: ActionsPerTurn = 4
-    max_turns: TurnCap = 12
+    #: ``None``: 12 turns, or the turns the longest oracle plan takes where that is more (see
+    #: :attr:`turn_limit`).
+    max_turns: TurnCap | None = None
     #: Side of a tile in pixels.
     cell_size: int = Field(56, ge=16, le=256)
+
+    @property
+    def turns_needed(self) -> int:
+        """The turns the oracle's longest episode takes: its plan is never longer than the scramble's
+        ``scramble_moves``, played ``max_actions_per_turn`` a turn."""
+        return math.ceil(self.scramble_moves / self.max_actions_per_turn)
+
+    @property
+    def turn_limit(self) -> int:
+        """The turn cap: ``max_turns``, else 12 or :attr:`turns_needed` where that is more."""
+        return turn_cap(self.max_turns, DEFAULT_MAX_TURNS, self.turns_needed)

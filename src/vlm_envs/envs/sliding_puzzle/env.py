@@ -3,8 +3,9 @@
 Each turn shows the board and the model answers 1 to ``max_actions_per_turn`` moves in
 ``<answer>Up, Left</answer>``: the direction a tile slides into the gap (``Up`` slides the tile below the
 gap up). A move with no tile to slide is skipped (``action_valid`` is then false); a malformed answer
-costs the turn. The episode ends when the board is solved (terminated, reward 1.0) or after
-``max_turns`` turns (truncated). Every start is a random walk from the solved board, so it is solvable.
+costs the turn. The episode ends when the board is solved (terminated, reward 1.0) or after the turn
+cap (truncated; ``max_turns``, by default enough turns for the oracle). Every start is a random walk
+from the solved board, so it is solvable.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
         ep.history += played
         self._remember_suffix(before, played)
         success = ep.success
-        truncated = not success and ep.turns >= cfg.max_turns
+        truncated = not success and ep.turns >= cfg.turn_limit
         ep.done = success or truncated
         metrics: dict[str, float | int | bool] = {
             "format_valid": parsed.error is None,
@@ -140,16 +141,17 @@ class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
     # ----- helpers -----
 
     def _plan(self) -> Plan:
-        """A solution from the board now: the solver's (shortest within its budget, else a weighted
-        search's), else the way back along the moves played and the scramble."""
+        """A solution from the board now: the solver's shortest (within its budget), else the shorter of
+        a weighted search's and the way back along the moves played and the scramble (so a plan is never
+        longer than that way back, and the oracle's first one never longer than the scramble)."""
         ep = self._episode()
         plan = ep.plans.get(ep.board)
         if plan is None:
             found = solve(ep.board, ep.n)
+            back = tuple(undo_path(ep.walk + ep.history))
+            shortest = found.moves if found.exact else None
             plan = (
-                (found.moves, found.exact)
-                if found.moves is not None
-                else (undo_path(ep.walk + ep.history), False)
+                (shortest, True) if shortest is not None else (min(found.moves or back, back, key=len), False)
             )
             ep.plans[ep.board] = plan
         return plan
@@ -168,9 +170,8 @@ class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
             pieces += [board_image(ep.board, ep.n, cfg.cell_size), "\n"]
         if cfg.shows_text:
             pieces.append(board_text(ep.board, ep.n) + "\n")
-        pieces.append(
-            f"Tiles in place: {in_place(ep.board)}/{ep.n * ep.n - 1}. Turns left: {cfg.max_turns - ep.turns}."
-        )
+        left = cfg.turn_limit - ep.turns
+        pieces.append(f"Tiles in place: {in_place(ep.board)}/{ep.n * ep.n - 1}. Turns left: {left}.")
         return Observation.compose(*pieces)
 
     def _instructions(self) -> str:
@@ -190,7 +191,7 @@ class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
             lines.append("In the grid, rows top to bottom, '_' is the gap.")
         lines.append(
             f"Answer with 1 to {cfg.max_actions_per_turn} moves inside <answer></answer>, separated "
-            f"by commas, for example <answer>Up, Left</answer>. You have {cfg.max_turns} turns."
+            f"by commas, for example <answer>Up, Left</answer>. You have {cfg.turn_limit} turns."
         )
         lines.append("The board now:")
         return "\n".join(lines)

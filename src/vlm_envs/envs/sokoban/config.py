@@ -20,6 +20,7 @@ from vlm_envs.envs.config import (
     EpisodeActions,
     RewardTerm,
     TurnCap,
+    turn_cap,
 )
 from vlm_envs.envs.sokoban.board import Layout, State, from_slime_grid, parse_level
 from vlm_envs.envs.sokoban.generator import MAX_BOXES, Difficulty
@@ -110,9 +111,10 @@ class SokobanConfig(EnvConfig):
 
     @property
     def turn_limit(self) -> int:
-        """The turn cap: ``max_turns``, else ``max_steps``. A turn that plays uses a move, so only replies
-        that play none (malformed ones) reach it before the moves run out: it ends a stream of them."""
-        return self.max_turns if self.max_turns is not None else self.max_steps
+        """The turn cap: ``max_turns``, else ``max_steps`` (at most 1000). A turn that plays uses a move, so
+        only replies that play none (malformed ones) reach it before the moves run out: it ends a stream of
+        them."""
+        return turn_cap(self.max_turns, self.max_steps, 0)
 
     @property
     def shows_image(self) -> bool:

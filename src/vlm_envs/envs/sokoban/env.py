@@ -70,6 +70,9 @@ class _Episode:
     optimal_moves: int | None
     optimal_exact: bool
     solutions: dict[State, str]
+    #: Solutions known to solve a state though not shown optimal (a level too big to solve exactly keeps
+    #: its generator's): the oracle's plan where the solver finds none within its budget.
+    fallbacks: dict[State, str]
     moves_used: int = 0
     turns: int = 0
     done: bool = False
@@ -127,6 +130,7 @@ class SokobanEnv(EpisodicEnv[SokobanConfig, _Episode]):
             optimal_moves=optimal,
             optimal_exact=exact,
             solutions={start: solution} if solution is not None and exact else {},
+            fallbacks={start: solution} if solution is not None and not exact else {},
         )
         if self._solver is not None and self._solver.layout != layout:
             self._solver = None
@@ -246,8 +250,13 @@ class SokobanEnv(EpisodicEnv[SokobanConfig, _Episode]):
         return format_answer(moves[: self.config.max_actions_per_step])
 
     def oracle_response(self) -> str | None:
-        """The optimal player's next answer (:meth:`solver_response`)."""
-        return self.solver_response()
+        """The optimal player's next answer (:meth:`solver_response`); where the solver finds none within
+        its budget, the next moves of the level's known solution (its generator's, not shown optimal)."""
+        answer = self.solver_response()
+        fallback = self._episode().fallbacks.get(self.state)
+        if answer is None and fallback:
+            return format_answer(fallback[: self.config.max_actions_per_step])
+        return answer
 
     def oracle_rationale(self) -> str | None:
         """Where the player and the boxes are and what the oracle's next moves do."""
@@ -268,11 +277,13 @@ class SokobanEnv(EpisodicEnv[SokobanConfig, _Episode]):
     # ----- helpers -----
 
     def _remember_suffix(self, before: State, played: str, blocked: int) -> None:
-        """Following a known optimal solution leaves its suffix optimal: keep it for :meth:`solution`."""
+        """Following a known solution leaves its suffix a solution (optimal if it was): keep it for
+        :meth:`solution` and :meth:`oracle_response`."""
         ep = self._episode()
-        known = ep.solutions.get(before)
-        if known is not None and not blocked and known.startswith(played):
-            ep.solutions.setdefault(ep.state, known[len(played) :])
+        for solutions in (ep.solutions, ep.fallbacks):
+            known = solutions.get(before)
+            if known is not None and not blocked and known.startswith(played):
+                solutions.setdefault(ep.state, known[len(played) :])
 
     def _step_reward(self, phi_before: int, on_target: int, success: bool, malformed: bool) -> float:
         cfg = self.config

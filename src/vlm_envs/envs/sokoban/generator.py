@@ -27,9 +27,20 @@ _BOUND_WEIGHT = 3.0
 #: The most cells a generated grid has a side (border wall included): levels people solve stay near
 #: 20, and a grid's memory and generation time grow with its area.
 MAX_GRID_SIDE = 64
-#: The most boxes a generated level holds: Boxoban's levels have 4; generation work grows with their
-#: square.
-MAX_BOXES = 12
+#: The most boxes a generated level holds: Boxoban's levels have 4 (the two bounds below allow 4 boxes on
+#: 16 to 19 floor cells only).
+MAX_BOXES = 4
+#: The most box placements a generated level may have: its floor cells to the power of its boxes. Measured
+#: on 2 shared cores with the default solver budget (6 seeds per board): up to this, levels generate
+#: within about a second and the solver solves them exactly (3 boxes on 10x10 with 20% walls, 51 floor
+#: cells: 1.1 s; 2 boxes on an open 20x20, 324 cells: 0.3 s; 1 box on an open 64x64: 0.4 s); past it, not
+#: (3 boxes on an open 10x10, 64 cells: 3.2 s; 2 boxes on an open 24x24: 4.5 s; 3 boxes on 16x16: up to
+#: 26 s, half the levels beyond the solver, 286 moves long). The old bounds let 12 boxes on 30x30 through:
+#: levels the oracle's solver could not solve.
+MAX_BOX_PLACEMENTS = 150_000
+#: The fewest floor cells a box needs: a room more cramped fails to pull its boxes off their targets (3
+#: boxes on 7 floor cells of a 5x5: 1 seed in 6 made no level; on 10 cells of a 12x12: 1 in 6).
+FLOOR_PER_BOX = 4
 #: The most work one level may cost, in units of about a microsecond: a solver node costs its walk over the
 #: board (one unit a cell) and its pushes (50 units per box squared), a step of an attempt's reverse walk
 #: one unit per box. The levels people play cost far less (10x10 boards: 1.5M with 3 boxes, 10M with 4);
@@ -68,8 +79,29 @@ class Difficulty:
             )
         if not 0.0 <= self.wall_fraction < 1.0:
             raise ValueError(f"wall_fraction must lie in [0, 1), got {self.wall_fraction}")
+        floor = self.floor_cells
+        if floor < FLOOR_PER_BOX * self.num_boxes:
+            raise ValueError(
+                f"a {self.rows}x{self.cols} room with wall_fraction {self.wall_fraction:g} has {floor} floor "
+                f"cells; {self.num_boxes} box(es) need at least {FLOOR_PER_BOX * self.num_boxes}: lower "
+                "wall_fraction or num_boxes, or raise the grid"
+            )
+        if floor**self.num_boxes > MAX_BOX_PLACEMENTS:
+            most = int(MAX_BOX_PLACEMENTS ** (1 / self.num_boxes) + 1e-9)
+            raise ValueError(
+                f"a {self.rows}x{self.cols} room with wall_fraction {self.wall_fraction:g} has {floor} floor "
+                f"cells; {self.num_boxes} box(es) allow at most {most} (beyond, levels take seconds to make "
+                "and outgrow the solver): lower the grid or num_boxes, or raise wall_fraction"
+            )
         if self.min_moves is not None and self.max_moves is not None and self.min_moves > self.max_moves:
             raise ValueError(f"min_moves {self.min_moves} exceeds max_moves {self.max_moves}")
+
+    @property
+    def floor_cells(self) -> int:
+        """The floor cells a room is carved to: the interior less ``wall_fraction`` of it, at least one
+        per box, a free target and the player."""
+        interior = (self.rows - 2) * (self.cols - 2)
+        return max(self.num_boxes + 2, round((1.0 - self.wall_fraction) * interior))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +143,7 @@ def carve_room(spec: Difficulty, rng: np.random.Generator) -> bytes:
     rows, cols = spec.rows, spec.cols
     walls = bytearray(b"\x01" * (rows * cols))
     interior = (rows - 2) * (cols - 2)
-    want = max(spec.num_boxes + 2, round((1.0 - spec.wall_fraction) * interior))
+    want = spec.floor_cells
     r, c = int(rng.integers(1, rows - 1)), int(rng.integers(1, cols - 1))
     walls[r * cols + c] = 0
     carved = 1

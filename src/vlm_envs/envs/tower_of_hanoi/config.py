@@ -7,7 +7,14 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from vlm_envs.envs.config import MAX_TURNS, ActionsPerTurn, RenderedConfig, RenderMode, TurnCap
+from vlm_envs.envs.config import (
+    ActionsPerTurn,
+    RenderedConfig,
+    RenderMode,
+    TurnCap,
+    check_turns_needed,
+    turn_cap,
+)
 
 
 class TowerOfHanoiConfig(RenderedConfig):
@@ -35,11 +42,17 @@ class TowerOfHanoiConfig(RenderedConfig):
     def _check(self) -> TowerOfHanoiConfig:
         if self.min_moves > 2**self.disks - 1:
             raise ValueError(f"min_moves {self.min_moves} exceeds 2**disks - 1 = {2**self.disks - 1}")
+        check_turns_needed(
+            self.turns_needed, f"disks={self.disks} at {self.max_moves_per_turn} move(s) a turn"
+        )
         return self
+
+    @property
+    def turns_needed(self) -> int:
+        """The turns of the longest solution (``2**disks - 1`` moves), ``max_moves_per_turn`` a turn."""
+        return math.ceil((2**self.disks - 1) / self.max_moves_per_turn)
 
     @property
     def turn_limit(self) -> int:
         """The turn cap: ``max_turns``, else twice the turns of the longest solution (``2**disks - 1``)."""
-        if self.max_turns is not None:
-            return self.max_turns
-        return min(MAX_TURNS, 2 * math.ceil((2**self.disks - 1) / self.max_moves_per_turn))
+        return turn_cap(self.max_turns, 2 * self.turns_needed, self.turns_needed)

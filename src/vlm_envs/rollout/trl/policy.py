@@ -51,7 +51,8 @@ class PolicyEngine:
 
     ``model`` is the unwrapped policy (TRL's ``unwrap_model_for_generation``); ``generation_config``
     is the trainer's (temperature, top-p/k, min-p, repetition penalty from ``GRPOConfig``), of which
-    each turn sets ``max_new_tokens`` and the stop ids. Log probs are
+    each turn sets ``max_new_tokens`` and the stop ids, and every image special token is suppressed
+    (one in a reply would end its episode). Log probs are
     ``log_softmax(logits / temperature)`` of the sampled tokens, what TRL's loss recomputes; images
     go through the codec's cache, so the model sees exactly the pixel values the trainer will.
 
@@ -162,6 +163,9 @@ class PolicyEngine:
         config.eos_token_id = stop_ids
         if config.pad_token_id is None:
             config.pad_token_id = stop_ids[0]
+        # an image special token in a reply ends its episode (the trainer's image invariants): never
+        # sample one (TRL's own config suppresses the image pad only)
+        config.suppress_tokens = sorted({*(config.suppress_tokens or ()), *self.codec.special_image_ids})
         config.output_logits, config.return_dict_in_generate = True, True
         visions = [train_inputs_of([self.codec.process_image(im) for im in turn.images]) for turn in turns]
         kwargs = batch_inputs(

@@ -35,9 +35,10 @@ import numpy as np
 import torch
 
 from vlm_envs import episode_carrier
+from vlm_envs.envs.config import check_config_values
 from vlm_envs.episode_carrier import EpisodeSpec
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
-from vlm_envs.registry import build_env
+from vlm_envs.registry import build_env, get_spec
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, Engine, check_limits
@@ -143,10 +144,12 @@ def plan_episode(prompt: Any, max_completion_length: int | None, max_new_tokens:
 
 def prompt_problem(prompt: Any) -> str | None:
     """Why the episode ``prompt`` carries cannot play (``None`` if it can): no carrier or a
-    malformed one, a windowed history, an env a row may not name, or a config key naming a file."""
+    malformed one, a windowed history, an env a row may not name, a config key naming a file, or a
+    config value the env's config refuses (validated without building the env)."""
     try:
         spec = plan_episode(prompt, None).spec
         check_row_config(check_row_env(spec.env), spec.env_config)
+        check_config_values(get_spec(spec.env).load(), spec.env_config)
     except (ValueError, ImportError) as err:  # RowError is a ValueError; ImportError: an env's module
         return f"{type(err).__name__}: {err}"
     return None
