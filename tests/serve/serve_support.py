@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from pathlib import Path
 
+import requests
 import uvicorn
 
 from vlm_envs.serve.app import create_app
@@ -52,3 +54,50 @@ class ServerThread:
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(30)
+
+
+# ---- the HTTP calls the fault and isolation tests make ----------------------------------------------
+
+
+def post(
+    running: Running, path: str, body: dict | None = None, data: bytes | None = None
+) -> requests.Response:
+    return requests.post(running.url + path, json=body, data=data, timeout=120)
+
+
+def reset(running: Running, env: str = SLOW_ENV, **fields: object) -> requests.Response:
+    return post(running, "/reset", {"env": env, "seed": 1, **fields})
+
+
+def open_session(running: Running, env: str = SLOW_ENV, **fields: object) -> str:
+    """A new HTTP session that played its first reset (asserted); its id."""
+    answer = reset(running, env, **fields)
+    assert answer.status_code == 200, answer.text
+    return answer.json()["metadata"]["session_id"]
+
+
+def step(running: Running, session_id: str, text: str = "go") -> requests.Response:
+    return post(running, "/step", {"session_id": session_id, "action": {"text": text}})
+
+
+def state(running: Running, session_id: str) -> requests.Response:
+    return requests.get(running.url + "/state", params={"session_id": session_id}, timeout=120)
+
+
+def close(running: Running, *session_ids: str) -> None:
+    for session_id in session_ids:
+        post(running, "/close", {"session_id": session_id})
+
+
+def detail(answer: requests.Response) -> str:
+    """An error answer's one line (asserted one line)."""
+    message = answer.json()["detail"]
+    assert isinstance(message, str) and "\n" not in message
+    return message
+
+
+def wait_for(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 import requests
-from serve_support import SLOW_ENV, ServerThread
+from serve_support import SLOW_ENV, ServerThread, detail, open_session, post, step, wait_for
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
@@ -26,33 +26,6 @@ def slow():
     config = ServeConfig(envs=(SLOW_ENV, "sokoban"), workers=2, max_sessions=6, max_body_bytes=4096)
     with ServerThread(config) as running:
         yield running
-
-
-def post(running, path, body=None, data=None):
-    return requests.post(running.url + path, json=body, data=data, timeout=60)
-
-
-def open_session(running, env=SLOW_ENV, **fields):
-    answer = post(running, "/reset", {"env": env, "seed": 1, **fields})
-    assert answer.status_code == 200, answer.text
-    return answer.json()["metadata"]["session_id"]
-
-
-def step(running, session_id, text="go"):
-    return post(running, "/step", {"session_id": session_id, "action": {"text": text}})
-
-
-def detail(answer) -> str:
-    message = answer.json()["detail"]
-    assert isinstance(message, str) and "\n" not in message
-    return message
-
-
-def wait_for(condition, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def test_a_worker_killed_mid_step_fails_only_its_sessions_and_is_restarted(slow):

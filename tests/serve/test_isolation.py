@@ -11,9 +11,18 @@ import threading
 import time
 
 import pytest
-import requests
 from PIL import Image
-from serve_support import SLOW_ENV, ServerThread
+from serve_support import (
+    SLOW_ENV,
+    ServerThread,
+    close,
+    detail,
+    open_session,
+    reset,
+    state,
+    step,
+    wait_for,
+)
 from websockets.sync.client import connect
 
 from vlm_envs.serve.config import ServeConfig
@@ -38,46 +47,6 @@ def bounded():
     )
     with ServerThread(config) as running:
         yield running
-
-
-def post(running, path, body=None):
-    return requests.post(running.url + path, json=body, timeout=120)
-
-
-def reset(running, env=SLOW_ENV, **fields):
-    return post(running, "/reset", {"env": env, "seed": 1, **fields})
-
-
-def open_session(running, env=SLOW_ENV, **fields) -> str:
-    answer = reset(running, env, **fields)
-    assert answer.status_code == 200, answer.text
-    return answer.json()["metadata"]["session_id"]
-
-
-def step(running, session_id, text="go"):
-    return post(running, "/step", {"session_id": session_id, "action": {"text": text}})
-
-
-def state(running, session_id):
-    return requests.get(running.url + "/state", params={"session_id": session_id}, timeout=120)
-
-
-def close(running, *session_ids):
-    for session_id in session_ids:
-        post(running, "/close", {"session_id": session_id})
-
-
-def detail(answer) -> str:
-    message = answer.json()["detail"]
-    assert isinstance(message, str) and "\n" not in message
-    return message
-
-
-def wait_for(condition, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
 
 
 def in_background(fn, *args, **kwargs) -> tuple[threading.Thread, list]:

@@ -13,13 +13,11 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import tomllib
+from readme_episode import CONFIG, SEED, WIN
 
 from vlm_envs import build_env, list_envs
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
-CONFIG = {"grid_size": (6, 6), "num_boxes": 1}
-SEED = 3
-WIN = "<answer>Down, Left, Down</answer>"  # the README's first episode: three valid moves, solved
 
 GUARDED_EPISODE = f"""
 import importlib.abc, json, sys

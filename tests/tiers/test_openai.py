@@ -21,12 +21,10 @@ from typing import Any
 import pytest
 from aiohttp import web
 from PIL import Image
+from readme_episode import CONFIG, SEED, WIN
 
 from vlm_envs import build_env
 
-CONFIG = {"grid_size": [6, 6], "num_boxes": 1}
-SEED = 3
-WIN = "<answer>Down, Left, Down</answer>"  # the README's first episode: three valid moves, solved
 EPISODES = 2  # seed 3 wins at once; seed 4 plays the same reply for its turns
 
 

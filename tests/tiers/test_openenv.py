@@ -8,23 +8,12 @@ in the observation's ``metadata``, which every client keeps (0.3.0's ``StepResul
 from __future__ import annotations
 
 import importlib.metadata
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from openenv.core import GenericEnvClient
+from readme_episode import CONFIG, SEED, WIN
 
 from vlm_envs import build_env
-
-CONFIG = {"grid_size": [6, 6], "num_boxes": 1}
-SEED = 3
-WIN = "<answer>Down, Left, Down</answer>"  # the README's first episode: three valid moves, solved
 
 
 def openenv_release() -> str:
@@ -35,40 +24,6 @@ def openenv_release() -> str:
         except importlib.metadata.PackageNotFoundError:
             continue
     raise AssertionError("openenv.core imports, but neither openenv nor openenv-core is installed")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=1) as reply:
-            return reply.status == 200
-    except OSError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``vlm-envs serve sokoban`` (the installed script) on a free loopback port; its base URL."""
-    port = _free_port()
-    command = [str(Path(sys.executable).with_name("vlm-envs")), "serve", "sokoban", "--workers", "1"]
-    log_path = tmp_path_factory.mktemp("serve") / "server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen([*command, "--port", str(port)], stdout=log, stderr=log)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while not _healthy(url):
-            assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
-            time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def reply_metadata(result: Any) -> dict[str, Any]:

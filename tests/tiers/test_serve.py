@@ -8,60 +8,15 @@ from __future__ import annotations
 import base64
 import io
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
 from PIL import Image
+from readme_episode import CONFIG, SEED, WIN
 from websockets.sync.client import ClientConnection, connect
 
 from vlm_envs import build_env
 from vlm_envs.protocol import Observation
 from vlm_envs.remote import RemoteEnv
-
-CONFIG = {"grid_size": [6, 6], "num_boxes": 1}
-SEED = 3
-WIN = "<answer>Down, Left, Down</answer>"  # the README's first episode: three valid moves, solved
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/health", timeout=1) as reply:
-            return reply.status == 200
-    except OSError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``vlm-envs serve sokoban`` on a free loopback port, one worker; its base URL."""
-    url = f"http://127.0.0.1:{_free_port()}"
-    command = [str(Path(sys.executable).with_name("vlm-envs")), "serve", "sokoban", "--workers", "1"]
-    log_path = tmp_path_factory.mktemp("serve") / "server.log"
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen([*command, "--port", url.rsplit(":", 1)[1]], stdout=log, stderr=log)
-    try:
-        deadline = time.monotonic() + 60
-        while not _healthy(url):
-            assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
-            time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()  # SIGTERM: calls in flight finish, then it exits
-        code = process.wait(30)
-    assert code == 0, log_path.read_text()[-3000:]
 
 
 def _pixels(image: Image.Image) -> tuple[tuple[int, int], bytes]:

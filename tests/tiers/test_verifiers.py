@@ -9,13 +9,10 @@ import base64
 import io
 
 from PIL import Image
+from readme_episode import CONFIG, SEED
 
 from vlm_envs import build_env
 from vlm_envs.interop.verifiers import VlmEnvsEnv, load_environment
-
-CONFIG = {"grid_size": [6, 6], "num_boxes": 1}
-SEED = 3
-WIN = "<answer>Down, Left, Down</answer>"  # the README's first episode: three valid moves, solved
 
 
 def _pixels(image: Image.Image) -> tuple[tuple[int, int], bytes]:
