@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from vlm_envs.eval.datasets import make_dataset
+from vlm_envs.datasets.build import make_dataset
 
 #: Ray's object store for the local cluster this script starts (small: the machine may be shared).
 OBJECT_STORE_BYTES = 300_000_000
@@ -43,7 +43,7 @@ def main() -> None:
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a throwaway local cluster: no token in ~/.ray
     import ray
 
-    from vlm_envs.eval.ray_dataset import RayShards
+    from vlm_envs.datasets.on_ray import RayShards
 
     cores = os.cpu_count() or 1
     ray.init(

@@ -1,7 +1,7 @@
 """The hand-off of a finished episode from a worker process to its caller, piece by piece.
 
 For ``--episodes`` 8-turn Sokoban vision episodes (played here, one at a time, Qwen2.5-VL's
-processor limits), the CPU per episode of each side of :mod:`vlm_envs.rollout.wire`:
+processor limits), the CPU per episode of each side of :mod:`vlm_envs.rollout.executors.wire`:
 
 - the worker: training tensors and segment texts made (``Trajectory.prepare``) and the message
   packed, with the tensors made in the shared arena (``Packer.lend``, what workers do) or made
@@ -28,10 +28,10 @@ import time
 from collections.abc import Callable
 
 from rollout_overhead import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, answers, sokoban
-from vlm_envs.rollout import wire
-from vlm_envs.rollout.arena import ArenaReader
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.executors import wire
+from vlm_envs.rollout.executors.arena import ArenaReader
 from vlm_envs.rollout.offload import INLINE
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.testing import ScriptedEngine, build_tiny_processor

@@ -30,8 +30,8 @@ from trl import GRPOConfig
 
 import vlm_envs
 from vlm_envs import Observation, StepInfo
+from vlm_envs.datasets.trl import trl_rows
 from vlm_envs.envs.image_probe import ImageProbeEnv
-from vlm_envs.eval.trl_dataset import trl_rows
 from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer, rollout_func
 from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl
 

@@ -43,13 +43,14 @@ from concurrency import cpu_seconds, drive
 from vlm_envs import build_env
 from vlm_envs.imaging import png_data_uri
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import Engine, SGLangEngine
+from vlm_envs.rollout.engines.contract import Engine
+from vlm_envs.rollout.engines.image_uris import image_data_uri
+from vlm_envs.rollout.engines.sglang import SGLangEngine
+from vlm_envs.rollout.engines.vllm import VLLMEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.rollout.image_uris import image_data_uri
+from vlm_envs.rollout.executors.workers import EpisodeJob, EpisodeWorkers
 from vlm_envs.rollout.offload import INLINE, rollout_executor
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.vllm_engine import VLLMEngine
-from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 from vlm_envs.testing import ScriptedEngine, ServerProcess, build_tiny_processor, save_tiny_model
 
 # Qwen2.5-VL's default processor limits (preprocessor_config.json of the released checkpoints).
@@ -297,7 +298,7 @@ def engine_table(episodes: int, turns: int) -> list[str]:
     """Part 4: the caller's CPU per turn, VLLMEngine against vLLM and SGLangEngine against the stand-in."""
     import tempfile
 
-    from vlm_envs.eval.processors import load_processor
+    from vlm_envs.rollout.processors import load_processor
     from vlm_envs.testing.vllm_cpu import VLLM_WHEEL, VLLMServer
 
     folder = Path(tempfile.mkdtemp(prefix="vllm-bench-"))

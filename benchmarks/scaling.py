@@ -69,9 +69,9 @@ from concurrency import drive, wake_cpu_us
 from rollout_overhead import QWEN_MAX_PIXELS, QWEN_MIN_PIXELS, SOKOBAN, answers, sequential_cpu_per_turn
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.episode import EpisodeConfig
-from vlm_envs.rollout.executors import ExecutorConfig
+from vlm_envs.rollout.executors.config import ExecutorConfig
+from vlm_envs.rollout.executors.workers import EpisodeJob
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.workers import EpisodeJob
 from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 
 #: Ray's object store for the local cluster this script starts (small: the machine may be shared).

@@ -31,7 +31,7 @@ import torch
 from trl import GRPOConfig
 
 import vlm_envs
-from vlm_envs.eval.trl_dataset import trl_rows
+from vlm_envs.datasets.trl import trl_rows
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.trl import EpisodeRow, VlmEnvsGRPOTrainer, rollout_func
 from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl

@@ -31,7 +31,7 @@ from transformers import TrainerCallback
 from trl import GRPOConfig, SFTConfig, SFTTrainer
 
 import vlm_envs
-from vlm_envs.eval.trl_dataset import trl_rows
+from vlm_envs.datasets.trl import trl_rows
 from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer, rollout_func
 from vlm_envs.sft import OracleSource, make_sft
 from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl

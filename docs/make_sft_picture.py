@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from vlm_envs.eval.config import build_configured_env
+from vlm_envs.configured import build_configured_env
 from vlm_envs.sft import conversations, play_oracle
 
 DOCS = Path(__file__).parent

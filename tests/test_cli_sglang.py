@@ -19,7 +19,7 @@ from vlm_envs.cli import main
 from vlm_envs.eval import EvalConfig, PolicyOptions, run_eval
 from vlm_envs.eval.sglang_policy import SGLangPolicy
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.testing import Fault, SGLangTestServer, build_tiny_tokenizer, save_tiny_processor
 

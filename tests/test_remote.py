@@ -19,11 +19,12 @@ from slime.utils.types import Sample
 
 from vlm_envs import build_env
 from vlm_envs.cli import main
-from vlm_envs.remote import RemoteEnv, next_url, ws_url
+from vlm_envs.remote import RemoteEnv
+from vlm_envs.remote_location import next_url, ws_url
 from vlm_envs.remote_wire import MalformedReply, parse_random
 from vlm_envs.rollout import slime as hook
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.serve.config import ServeConfig
 

@@ -17,10 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import json
-import math
-import numbers
 import random
 import threading
 import uuid
@@ -29,6 +26,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo, trainer_env_config
+from vlm_envs.remote_location import check_timeout, check_url, handshake_hint, next_url, no_redirect, ws_url
 from vlm_envs.remote_wire import (
     MalformedReply,
     Reply,
@@ -41,7 +39,7 @@ from vlm_envs.remote_wire import (
     read_frame,
 )
 from vlm_envs.rewards import RewardError, check_reward
-from vlm_envs.serve.config import TOKEN_ENV, is_loopback, token_from_env
+from vlm_envs.serve.config import is_loopback, token_from_env
 from vlm_envs.serve.wire import RandomState
 
 __all__ = ["LOCATION_KEYS", "RemoteEnv", "RemoteEnvError", "build_env"]
@@ -50,10 +48,6 @@ __all__ = ["LOCATION_KEYS", "RemoteEnv", "RemoteEnvError", "build_env"]
 MAX_REPLY_BYTES = 64 << 20
 #: Frames buffered ahead of the one being read: a server that floods frames is read no further.
 MAX_QUEUED_FRAMES = 2
-#: The longest wait for a connection or a reply a RemoteEnv may be given (seconds).
-MAX_TIMEOUT_S = 3600.0
-#: The URL schemes of a server: its HTTP base or its WebSocket.
-URL_SCHEMES = ("http", "https", "ws", "wss")
 #: Where the episodes play and with which credentials: keys a dataset row may not set (they are the
 #: trainer's: slime's ``vlm_envs_remote_url`` YAML key, verl's ``remote_url``; ``$VLM_ENVS_SERVE_TOKEN``).
 LOCATION_KEYS = frozenset({"url", "token", "timeout_s"})
@@ -61,8 +55,6 @@ LOCATION_KEYS = frozenset({"url", "token", "timeout_s"})
 ARGS_URL, ARGS_TIMEOUT = "vlm_envs_remote_url", "vlm_envs_remote_timeout_s"
 #: The frame type that answers each request.
 _ANSWERS = {"reset": "observation", "step": "observation", "state": "state", "random": "random"}
-_turns: dict[tuple[str, ...], itertools.count] = {}
-_turns_lock = threading.Lock()
 T = TypeVar("T")
 
 
@@ -73,66 +65,6 @@ class RemoteEnvError(RuntimeError):
         super().__init__(message)
         self.status = status
         self.code = code
-
-
-def next_url(urls: Sequence[str]) -> str:
-    """The next of ``urls`` in round robin (shared by every RemoteEnv of the same URL list)."""
-    key = tuple(urls)
-    with _turns_lock:
-        counter = _turns.setdefault(key, itertools.count())
-        return key[next(counter) % len(key)]
-
-
-def _no_redirect(exc: Exception) -> Exception:
-    """websockets' redirect hook, answering every failed handshake (a 3xx included) with its error."""
-    return exc
-
-
-def _hint(err: Exception) -> str:
-    """What to do about a refused handshake: a token to give, or the server's own URL."""
-    response = getattr(err, "response", None)
-    status = getattr(response, "status_code", 0)
-    if 300 <= status < 400:
-        target = response.headers.get("Location", "?")
-        return f" (a redirect to {target!r:.200}; vlm-envs follows none: give the server's own URL)"
-    return f" (set ${TOKEN_ENV} or token=...)" if status in (401, 403) else ""
-
-
-def ws_url(url: str) -> str:
-    """A server's base URL (``http(s)://`` or ``ws(s)://``, :func:`check_url`) as its ``/ws`` endpoint."""
-    base = url.rstrip("/")
-    for plain, secure in (("http://", "ws://"), ("https://", "wss://")):
-        if base.startswith(plain):
-            base = secure + base[len(plain) :]
-    return base if base.endswith("/ws") else base + "/ws"
-
-
-def check_url(url: Any) -> str:
-    """``url`` if it names a server: ``http``, ``https``, ``ws`` or ``wss``, a host, no credentials,
-    query or fragment; ``ValueError`` otherwise."""
-    if not isinstance(url, str) or not url:
-        raise ValueError(f"url must be a server URL or a list of them, got {url!r:.80}")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - a port that is not a number raises here
-    except ValueError as err:
-        raise ValueError(f"url {url!r:.80} is not a URL: {err}") from None
-    if parts.scheme not in URL_SCHEMES or not parts.hostname:
-        raise ValueError(f"url {url!r:.80} must be http(s):// or ws(s):// and name a host")
-    if parts.username is not None or parts.query or parts.fragment:
-        raise ValueError(
-            f"url {url!r:.80} may not carry credentials, a query or a fragment (the token goes in token=...)"
-        )
-    return url
-
-
-def check_timeout(timeout_s: Any) -> float:
-    """``timeout_s`` as seconds: a finite number, > 0 and at most :data:`MAX_TIMEOUT_S`."""
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real):
-        raise ValueError(f"timeout_s must be a number of seconds, got {timeout_s!r:.40}")
-    if not (math.isfinite(timeout_s) and 0 < timeout_s <= MAX_TIMEOUT_S):
-        raise ValueError(f"timeout_s must be > 0 and at most {MAX_TIMEOUT_S:g} s, got {timeout_s!r:.40}")
-    return float(timeout_s)
 
 
 @dataclasses.dataclass
@@ -330,10 +262,12 @@ class RemoteEnv(Env):
             )
             # websockets follows redirects, to other hosts too: an episode, its images and the token go
             # only to the server the user named, so a 3xx answer is the error itself
-            connecter.process_redirect = _no_redirect
+            connecter.process_redirect = no_redirect
             return connecter.connect()
         except Exception as err:
-            raise RemoteEnvError(f"cannot open a session on {target}: {one_line(err)}{_hint(err)}") from err
+            raise RemoteEnvError(
+                f"cannot open a session on {target}: {one_line(err)}{handshake_hint(err)}"
+            ) from err
 
     def _drop(self, send_close: bool = False) -> None:
         """Forget the connection (the server's session and its episode with it); call with the lock."""

@@ -10,7 +10,7 @@ import pytest
 from rationale_truth import TRUTH
 
 from vlm_envs import list_envs
-from vlm_envs.eval.config import build_configured_env
+from vlm_envs.configured import build_configured_env
 from vlm_envs.sft.demos import play_oracle
 
 SPECS = {spec.name: spec for spec in list_envs()}

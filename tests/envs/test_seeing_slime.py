@@ -15,7 +15,7 @@ from vlm_envs import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout import slime as hook
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Status
 

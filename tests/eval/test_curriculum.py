@@ -16,9 +16,9 @@ from PIL import Image
 
 from vlm_envs import build_env
 from vlm_envs.cli import main
+from vlm_envs.datasets.curriculum import Curriculum, parse_curriculum
 from vlm_envs.envs.config import LEVELS
 from vlm_envs.episode_carrier import find
-from vlm_envs.eval.curriculum import Curriculum, parse_curriculum
 from vlm_envs.rollout.rows import RowSpec
 
 MIX = "easy:0.4,medium:0.3,hard:0.3"

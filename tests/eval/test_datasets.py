@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from vlm_envs.eval.datasets import ROW_GROUP, OutputExistsError, Row, RowBuildError, make_dataset
+from vlm_envs.datasets.build import ROW_GROUP, OutputExistsError, Row, RowBuildError, make_dataset
 
 BUILDS = {
     "sokoban": dict(env_name="sokoban", n=11, seed=4, max_turns=5, env_config={"grid_size": [6, 6]}),

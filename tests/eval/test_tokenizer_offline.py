@@ -96,7 +96,7 @@ def test_a_hub_name_in_the_local_cache_loads_with_no_hub(tmp_path: Path) -> None
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(snapshot)
     code = (
-        "from vlm_envs.eval.processors import load_processor\n"
+        "from vlm_envs.rollout.processors import load_processor\n"
         "tok = load_processor('some-org/tiny'); print(type(tok).__name__, len(tok))\n"
     )
     proc = subprocess.run(

@@ -16,8 +16,8 @@ from trl.data_utils import prepare_multimodal_messages
 
 from vlm_envs import list_envs
 from vlm_envs.cli import main
+from vlm_envs.datasets.build import make_dataset
 from vlm_envs.episode_carrier import EpisodeSpec, find
-from vlm_envs.eval.datasets import make_dataset
 from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl, save_tiny_model
 
 

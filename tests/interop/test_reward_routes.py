@@ -34,7 +34,7 @@ from vlm_envs.interop.trl_environment import TrlEnvironment, environment_factory
 from vlm_envs.remote import RemoteEnv
 from vlm_envs.rewards import RewardError
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import EngineOutput
+from vlm_envs.rollout.engines.contract import EngineOutput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Status
 from vlm_envs.serve.config import ServeConfig

@@ -105,8 +105,8 @@ def test_a_cluster_that_cannot_be_joined_is_one_line_and_exit_code_2(
 
 POOL_ON_A_SILENT_ADDRESS = """
 import asyncio, sys, time
-from vlm_envs.rollout.ray_workers import RayEpisodeWorkers
-from vlm_envs.rollout.worker_process import EpisodeJob
+from vlm_envs.rollout.executors.ray_workers import RayEpisodeWorkers
+from vlm_envs.rollout.executors.worker_process import EpisodeJob
 
 async def main(address):
     ticks = 0

@@ -8,8 +8,8 @@ import pytest
 import ray
 
 from vlm_envs.cli import main
-from vlm_envs.eval.datasets import RowSpec
-from vlm_envs.eval.ray_dataset import RayShards, shard_ranges
+from vlm_envs.datasets.build import RowSpec
+from vlm_envs.datasets.on_ray import RayShards, shard_ranges
 
 BUILDS = {
     "sokoban": (

@@ -12,10 +12,10 @@ import pytest
 from rollout_helpers import SOKOBAN, run_jobs
 
 from vlm_envs.rollout.episode import EpisodeConfig
-from vlm_envs.rollout.ray_store import spilled_bytes, store_capacity
-from vlm_envs.rollout.ray_workers import RayEpisodeWorkers
+from vlm_envs.rollout.executors.ray_store import spilled_bytes, store_capacity
+from vlm_envs.rollout.executors.ray_workers import RayEpisodeWorkers
+from vlm_envs.rollout.executors.workers import EpisodeJob
 from vlm_envs.rollout.trajectory import Status
-from vlm_envs.rollout.workers import EpisodeJob
 from vlm_envs.testing import ScriptedEngine
 
 OBJECT_STORE_BYTES = 200_000_000  # per node, as tests/on_ray/conftest.py starts them

@@ -15,12 +15,12 @@ from rollout_helpers import (
     run_jobs,
 )
 
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig
-from vlm_envs.rollout.ray_workers import RayEpisodeWorkers
+from vlm_envs.rollout.executors.ray_workers import RayEpisodeWorkers
+from vlm_envs.rollout.executors.worker_process import YOUNG_COLLECTION_EVERY
+from vlm_envs.rollout.executors.workers import EpisodeJob
 from vlm_envs.rollout.trajectory import Status
-from vlm_envs.rollout.worker_process import YOUNG_COLLECTION_EVERY
-from vlm_envs.rollout.workers import EpisodeJob
 from vlm_envs.testing import ScriptedEngine
 
 LONG = EpisodeConfig(max_turns=1000, max_new_tokens=16)

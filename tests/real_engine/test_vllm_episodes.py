@@ -19,14 +19,15 @@ from rollout_helpers import assert_trainer_invariants
 from transformers import Qwen2VLForConditionalGeneration
 
 from vlm_envs import build_env
-from vlm_envs.eval.processors import load_processor
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import Engine, SGLangEngine
+from vlm_envs.rollout.engines.contract import Engine
+from vlm_envs.rollout.engines.hf_model import model_inputs
+from vlm_envs.rollout.engines.image_uris import image_data_uri
+from vlm_envs.rollout.engines.sglang import SGLangEngine
+from vlm_envs.rollout.engines.vllm import VLLMEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.rollout.hf_model import model_inputs
-from vlm_envs.rollout.image_uris import image_data_uri
+from vlm_envs.rollout.processors import load_processor
 from vlm_envs.rollout.trajectory import Status, Trajectory
-from vlm_envs.rollout.vllm_engine import VLLMEngine
 from vlm_envs.testing import SGLangTestServer, TinyEngine
 
 pytestmark = pytest.mark.timeout(1800)  # the first test waits for the venv build and vLLM's startup

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from vlm_envs import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import EngineOutput
+from vlm_envs.rollout.engines.contract import EngineOutput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.offload import INLINE
 from vlm_envs.rollout.trajectory import Status

@@ -15,18 +15,17 @@ from PIL import Image
 from rollout_helpers import EVERY
 
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import (
+from vlm_envs.rollout.engines.contract import (
     Engine,
     EngineContractError,
     EngineOutput,
     EngineTimeout,
     PermanentEngineError,
     ReplyContract,
-    SGLangEngine,
     TransientEngineError,
-    parse_generate_response,
 )
-from vlm_envs.rollout.image_uris import image_data_uri
+from vlm_envs.rollout.engines.image_uris import image_data_uri
+from vlm_envs.rollout.engines.sglang import SGLangEngine, parse_generate_response
 from vlm_envs.rollout.images import image_digest
 from vlm_envs.testing import Fault
 

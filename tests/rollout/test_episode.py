@@ -5,7 +5,8 @@ import pytest
 from rollout_helpers import assert_trainer_invariants, script
 
 from vlm_envs import build_env
-from vlm_envs.rollout.engines import EngineOutput, SGLangEngine
+from vlm_envs.rollout.engines.contract import EngineOutput
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Status
 from vlm_envs.testing import Fault

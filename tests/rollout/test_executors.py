@@ -9,11 +9,12 @@ from types import SimpleNamespace
 import pytest
 from rollout_helpers import assert_trainer_invariants
 
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig
-from vlm_envs.rollout.executors import ExecutorConfig, InProcessEpisodes
+from vlm_envs.rollout.executors.config import ExecutorConfig
+from vlm_envs.rollout.executors.in_process import InProcessEpisodes
+from vlm_envs.rollout.executors.workers import EpisodeJob
 from vlm_envs.rollout.trajectory import Status
-from vlm_envs.rollout.workers import EpisodeJob
 
 SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision"}
 
@@ -105,27 +106,27 @@ def test_a_bad_executor_config_fails_the_sample_and_names_the_key(served, yaml, 
 
 @pytest.mark.parametrize("processes", [0, 10_000_000, True, 2.0])
 def test_a_pool_of_no_or_countless_workers_is_refused_before_any_starts(processes):
-    from vlm_envs.rollout.workers import EpisodeWorkers
+    from vlm_envs.rollout.executors.workers import EpisodeWorkers
 
     with pytest.raises(ValueError, match=r"^processes must be an int from 1 to 256, got "):
         EpisodeWorkers(processes, None, lambda: None)
 
 
 def test_the_config_builds_the_local_pool(served):
-    from vlm_envs.rollout.workers import EpisodeWorkers
+    from vlm_envs.rollout.executors.workers import EpisodeWorkers
 
     server, codec = served
     config = ExecutorConfig(workers=1)
     with config.build(codec, functools.partial(SGLangEngine, server.url)) as pool:
         assert isinstance(pool, EpisodeWorkers) and pool.processes == 1
-    from vlm_envs.rollout.ray_workers import RAY_MAX_IN_FLIGHT
+    from vlm_envs.rollout.executors.ray_workers import RAY_MAX_IN_FLIGHT
 
     unbounded_ray = ExecutorConfig(ray_actors=1).build(codec, functools.partial(SGLangEngine, server.url))
     assert unbounded_ray.max_in_flight == RAY_MAX_IN_FLIGHT  # the Ray pool's default bound
 
 
 def test_the_config_builds_the_ray_pool_with_its_bound_on_episodes_in_flight(served):
-    from vlm_envs.rollout.ray_workers import RayEpisodeWorkers
+    from vlm_envs.rollout.executors.ray_workers import RayEpisodeWorkers
 
     server, codec = served
     config = ExecutorConfig(ray_actors=3, ray_actor_cpus=0.5, max_in_flight=7)

@@ -11,7 +11,7 @@ from rollout_helpers import script
 
 from vlm_envs import build_env
 from vlm_envs.rollout import contract
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History, check_turn_reward, turn_rewards
 from vlm_envs.rollout.trajectory import Status

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import vlm_envs.rollout as rollout
-from vlm_envs.rollout.engines import HttpEngine, SGLangEngine
-from vlm_envs.rollout.vllm_engine import VLLMEngine
+from vlm_envs.rollout.engines.http import HttpEngine
+from vlm_envs.rollout.engines.sglang import SGLangEngine
+from vlm_envs.rollout.engines.vllm import VLLMEngine
 
 
 def test_both_engine_clients_are_exported() -> None:

@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("ray")
 
-from vlm_envs.rollout.ray_actor import BATCH_BYTES, cut_batch
-from vlm_envs.rollout.ray_store import CHECK_EVERY_S, HEADROOM, MB, WARN_EVERY_S, StoreWatch
+from vlm_envs.rollout.executors.ray_actor import BATCH_BYTES, cut_batch
+from vlm_envs.rollout.executors.ray_store import CHECK_EVERY_S, HEADROOM, MB, WARN_EVERY_S, StoreWatch
 
 
 def episode(job_id: int, megabytes: float):

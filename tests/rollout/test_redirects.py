@@ -20,9 +20,10 @@ from websockets.sync.client import connect
 from vlm_envs.eval.openai_chat import ChatError, OpenAIChatClient
 from vlm_envs.eval.reachable import unreachable
 from vlm_envs.remote import RemoteEnv, RemoteEnvError
-from vlm_envs.rollout.engines import PermanentEngineError, SGLangEngine
+from vlm_envs.rollout.engines.contract import PermanentEngineError
+from vlm_envs.rollout.engines.sglang import SGLangEngine
+from vlm_envs.rollout.engines.vllm import VLLMEngine
 from vlm_envs.rollout.trl import VLLMSampling, VLLMServerEngine
-from vlm_envs.rollout.vllm_engine import VLLMEngine
 
 
 class Servers:

@@ -19,7 +19,7 @@ from vlm_envs import build_env, list_envs
 from vlm_envs.eval.policies import OraclePolicy
 from vlm_envs.rewards import MAX_ABS_REWARD, RewardError, call_reward, check_reward
 from vlm_envs.rollout import slime as hook
-from vlm_envs.rollout.engines import EngineOutput
+from vlm_envs.rollout.engines.contract import EngineOutput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Status
 from vlm_envs.testing import Fault

@@ -252,3 +252,13 @@ def test_verls_agent_loop_refuses_a_row_naming_the_server_and_plays_the_yamls(mo
         assert evil.connections == 0
     assert configured.authorizations == ["Bearer trainer-token"]
     assert [r["data"]["env"] for r in configured.requests if r["type"] == "reset"] == ["sokoban"]
+
+
+@pytest.mark.parametrize("key", ["sample", "args"])
+def test_make_dataset_refuses_the_trainers_own_arguments_in_a_row(tmp_path: Path, capsys, key: str) -> None:
+    out = tmp_path / "rows.parquet"
+    argv = ["make-dataset", "sokoban", "-n", "2", "--out", str(out), "--config", f"{key}=1"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"config key {key!r} is refused" in err, err
+    assert not out.exists() and not out.with_suffix(".yaml").exists()

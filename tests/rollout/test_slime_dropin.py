@@ -17,7 +17,7 @@ from slime.utils.types import Sample
 
 from vlm_envs import build_env
 from vlm_envs.rollout import slime as hook
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.prompt import FallbackPrompt
 
@@ -193,7 +193,7 @@ def test_run_episode_takes_the_fallback_prompt_only_for_an_empty_first_observati
 def test_a_mixed_env_dataset_from_make_dataset_and_slime_rows(served, tmp_path):
     """One --prompt-data parquet: make-dataset's Sokoban rows plus rows for a slime-shaped env module."""
     datasets = pytest.importorskip("datasets")
-    from vlm_envs.eval.datasets import make_dataset
+    from vlm_envs.datasets.build import make_dataset
 
     server, codec = served
     files = make_dataset(

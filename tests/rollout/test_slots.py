@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from vlm_envs.rollout.slots import Slots
+from vlm_envs.rollout.executors.slots import Slots
 
 
 def test_slots_go_to_the_least_loaded_member():

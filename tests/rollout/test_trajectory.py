@@ -7,7 +7,7 @@ import pytest
 
 from vlm_envs import build_env
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import EngineOutput
+from vlm_envs.rollout.engines.contract import EngineOutput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Segment, Status, check_against_template
 from vlm_envs.testing import QWEN2_VL_TEMPLATE, build_tiny_processor

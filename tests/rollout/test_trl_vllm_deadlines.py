@@ -26,7 +26,7 @@ from urllib3.util.retry import Retry
 
 from vlm_envs import build_env
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import TransientEngineError
+from vlm_envs.rollout.engines.contract import TransientEngineError
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Status
 from vlm_envs.rollout.trl import VLLMSampling, VLLMServerEngine

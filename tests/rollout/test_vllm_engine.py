@@ -16,10 +16,10 @@ from PIL import Image
 
 from vlm_envs import build_env
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import EngineContractError, PermanentEngineError, ReplyContract
+from vlm_envs.rollout.engines.contract import EngineContractError, PermanentEngineError, ReplyContract
+from vlm_envs.rollout.engines.vllm import VLLMEngine, collapse_pads, parse_vllm_reply
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Status
-from vlm_envs.rollout.vllm_engine import VLLMEngine, collapse_pads, parse_vllm_reply
 from vlm_envs.testing import build_tiny_processor
 
 PAD = 7

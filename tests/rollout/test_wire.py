@@ -15,8 +15,8 @@ import torch
 from PIL import Image
 from wire_sender import send_tensors_until_stopped
 
-from vlm_envs.rollout import wire
-from vlm_envs.rollout.arena import ArenaReader, ArenaWriter
+from vlm_envs.rollout.executors import wire
+from vlm_envs.rollout.executors.arena import ArenaReader, ArenaWriter
 
 ARENA = 4 << 20
 
@@ -192,7 +192,7 @@ LIMITED = """
 import asyncio, functools, resource
 resource.setrlimit(resource.RLIMIT_AS, (24 << 30, resource.RLIM_INFINITY))  # the workers inherit it
 from vlm_envs.rollout.episode import EpisodeConfig
-from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
+from vlm_envs.rollout.executors.workers import EpisodeJob, EpisodeWorkers
 from vlm_envs.testing import ScriptedEngine, build_tiny_processor
 
 async def main(pool):

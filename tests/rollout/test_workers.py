@@ -20,13 +20,13 @@ from rollout_helpers import (
 )
 
 from vlm_envs import build_env
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.executors.wire import dumps
+from vlm_envs.rollout.executors.worker_process import YOUNG_COLLECTION_EVERY
+from vlm_envs.rollout.executors.workers import EpisodeJob, EpisodeWorkers
 from vlm_envs.rollout.images import stack_pixel_values
 from vlm_envs.rollout.trajectory import Status
-from vlm_envs.rollout.wire import dumps
-from vlm_envs.rollout.worker_process import YOUNG_COLLECTION_EVERY
-from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 from vlm_envs.testing import ScriptedEngine
 
 

@@ -14,11 +14,11 @@ import torch
 from vlm_envs import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import SGLangEngine
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.rollout.executors import EpisodeExecutor
+from vlm_envs.rollout.executors.in_process import EpisodeExecutor
+from vlm_envs.rollout.executors.worker_process import EpisodeJob
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.worker_process import EpisodeJob
 from vlm_envs.testing import Fault, SGLangTestServer
 
 SAMPLING = {"temperature": 1.0}  # the test server seeds sampling by the input ids: reproducible

@@ -6,9 +6,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from vlm_envs.eval.config import build_configured_env
+from vlm_envs.configured import build_configured_env
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import EngineOutput
+from vlm_envs.rollout.engines.contract import EngineOutput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.trajectory import Trajectory
 from vlm_envs.sft import Demonstration, play_oracle

@@ -11,7 +11,7 @@ import datasets
 import torch
 from trl import GRPOConfig
 
-from vlm_envs.eval.trl_dataset import trl_rows
+from vlm_envs.datasets.trl import trl_rows
 from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer
 from vlm_envs.rollout.trl.trainer import ROWS_KEY
 from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl, build_tiny_qwen3_vl

@@ -1,4 +1,4 @@
-"""A process that sends worker messages, for tests of :mod:`vlm_envs.rollout.wire`."""
+"""A process that sends worker messages, for tests of :mod:`vlm_envs.rollout.executors.wire`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from multiprocessing.connection import Connection
 
 import torch
 
-from vlm_envs.rollout import wire
+from vlm_envs.rollout.executors import wire
 
 
 def send_tensors_until_stopped(conn: Connection, arena_bytes: int) -> None:

@@ -117,12 +117,12 @@ def test_sampling_params_validation():
 
 @pytest.mark.parametrize("family", ["qwen2_vl", "qwen3_vl"])
 def test_a_saved_tiny_processor_loads_offline_as_the_same_processor(family: str, tmp_path) -> None:
-    from vlm_envs.eval.processors import load_processor
+    from vlm_envs.rollout.processors import load_processor
     from vlm_envs.testing import save_tiny_processor
 
     folder = save_tiny_processor(tmp_path / "proc", family)
     code = (
-        "import sys\nfrom vlm_envs.eval.processors import load_processor\n"
+        "import sys\nfrom vlm_envs.rollout.processors import load_processor\n"
         "p = load_processor(sys.argv[1]); print(type(p).__name__, p.image_processor.patch_size)"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
@@ -164,7 +164,7 @@ def test_head_dim_sets_the_heads_and_the_default_is_unchanged() -> None:
 def test_a_saved_tiny_model_loads_as_the_model_built_in_code(family: str, tmp_path) -> None:
     from transformers import AutoModelForImageTextToText
 
-    from vlm_envs.eval.processors import load_processor
+    from vlm_envs.rollout.processors import load_processor
     from vlm_envs.testing import TinySize, build_tiny_qwen2_vl, build_tiny_qwen3_vl, save_tiny_model
 
     size = TinySize(head_dim=32)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from vlm_envs.registry import EnvLoadError, UnknownEnvError
 
 if TYPE_CHECKING:
-    from vlm_envs.eval.curriculum import LevelPlan
+    from vlm_envs.datasets.curriculum import LevelPlan
 
 USAGE_ERROR = 2
 #: Exit code after Ctrl-C (128 + SIGINT, as a shell reports it).
@@ -44,7 +44,7 @@ def add_env_options(p: argparse.ArgumentParser) -> None:
 
 def add_difficulty_option(p: argparse.ArgumentParser, item: str) -> None:
     """``--difficulty SPEC``: the level of each of the command's ``item`` (a row, an episode), one level or
-    a curriculum (:mod:`vlm_envs.eval.curriculum`); read with :func:`difficulty_levels`."""
+    a curriculum (:mod:`vlm_envs.datasets.curriculum`); read with :func:`difficulty_levels`."""
     p.add_argument(
         "--difficulty",
         metavar="SPEC",
@@ -55,9 +55,9 @@ def add_difficulty_option(p: argparse.ArgumentParser, item: str) -> None:
 
 
 def difficulty_levels(spec: str | None, n: int, seed: int, config: dict[str, Any]) -> LevelPlan | None:
-    """The level of each of ``n`` rows (:func:`vlm_envs.eval.curriculum.curriculum_plan`), ``None`` without
-    ``--difficulty``; :class:`UsageError` for a bad spec or a level given twice."""
-    from vlm_envs.eval.curriculum import curriculum_plan
+    """The level of each of ``n`` rows (:func:`vlm_envs.datasets.curriculum.curriculum_plan`), ``None``
+    without ``--difficulty``; :class:`UsageError` for a bad spec or a level given twice."""
+    from vlm_envs.datasets.curriculum import curriculum_plan
 
     try:
         return curriculum_plan(spec, n, seed, config)
@@ -81,7 +81,7 @@ def env_config(pairs: Sequence[str]) -> dict[str, Any]:
 
 def build_env(name: str, max_turns: int | None, config: dict[str, Any]) -> Any:
     """The env as the command line asks for it; :class:`UsageError` saying why it cannot be built."""
-    from vlm_envs.eval.config import EnvConfigError, build_configured_env
+    from vlm_envs.configured import EnvConfigError, build_configured_env
 
     try:
         return build_configured_env(name, max_turns, config)

@@ -18,7 +18,7 @@ from vlm_envs.cli.common import (
 from vlm_envs.registry import EnvLoadError, UnknownEnvError
 
 if TYPE_CHECKING:
-    from vlm_envs.eval.ray_dataset import RayShards
+    from vlm_envs.datasets.on_ray import RayShards
 
 #: ``--ray`` without an address: Ray's own choice (see ``--ray``'s help).
 RAY_AUTO = "auto"
@@ -56,8 +56,14 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write slime- or verl-ready parquet rows, the matching YAML, and how to launch a run."""
-    from vlm_envs.eval.datasets import OutputExistsError, RowBuildError, check_outputs, make_dataset, run_here
-    from vlm_envs.eval.runner import one_line
+    from vlm_envs.configured import one_line
+    from vlm_envs.datasets.build import (
+        OutputExistsError,
+        RowBuildError,
+        check_outputs,
+        make_dataset,
+        run_here,
+    )
     from vlm_envs.files import OutputError
 
     out = Path(args.out)
@@ -72,10 +78,10 @@ def run(args: argparse.Namespace) -> int:
     config = env_config(args.config)
     levels = difficulty_levels(args.difficulty, args.n, args.seed, config)
     named = [level for level, _ in levels.curriculum.shares] if levels is not None else [None]
+    _refuse_client_keys(args.env, config)
     for level in named:  # a config (or a level) the env refuses fails here, once
         leveled = config if level is None else {**config, "difficulty": level}
         build_env(args.env, args.max_turns, leveled).close()
-    _refuse_locations(args.env, config)
     shards = _ray_shards(args.ray) if args.ray is not None else None
     try:
         files = make_dataset(
@@ -114,26 +120,35 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _refuse_locations(env: str, config: dict[str, object]) -> None:
-    """A ``--config`` key naming a file, folder or hub id would go into every row, which every
-    trainer refuses (rows choose episodes, not files: :func:`vlm_envs.envs.config.location_keys`)."""
-    from vlm_envs.envs.config import location_keys
+def _refuse_client_keys(env: str, config: dict[str, object]) -> None:
+    """Rows carry only a config every trainer accepts in a row
+    (:func:`vlm_envs.envs.config.check_client_config`): a ``--config`` key naming a file, folder or hub
+    id, the trainer's ``sample`` or ``args``, an image by path or deep nesting would be refused by all."""
+    from vlm_envs.envs.config import ClientConfigError, check_client_config, location_keys
     from vlm_envs.registry import get_spec
 
-    spec = get_spec(env)
-    keys = sorted(location_keys(spec.load()) & set(config))
+    try:
+        spec = get_spec(env)
+        target = spec.load()
+    except (UnknownEnvError, EnvLoadError) as err:
+        raise UsageError(str(err)) from err
+    keys = sorted(location_keys(target) & set(config))
     if keys:
         raise UsageError(
             f"--config {keys[0]}=... names a file, folder or hub id, which every trainer refuses in a "
             f"dataset row: configure it with the env instead (an entry point, or vlm_envs.register("
             f"'my_env', {spec.target!r}, {keys[0]}=...) where the episodes play) and make that env's rows"
         )
+    try:
+        check_client_config(target, config)
+    except ClientConfigError as err:
+        raise UsageError(f"--config: every trainer refuses this in a dataset row: {err}") from err
 
 
 def _ray_shards(address: str) -> RayShards:
-    """make-dataset's Ray runner (:class:`vlm_envs.eval.ray_dataset.RayShards`); ``auto``: see --ray."""
+    """make-dataset's Ray runner (:class:`vlm_envs.datasets.on_ray.RayShards`); ``auto``: see --ray."""
     try:
-        from vlm_envs.eval.ray_dataset import RayShards
+        from vlm_envs.datasets.on_ray import RayShards
     except ModuleNotFoundError as err:
         raise UsageError(f"--ray needs the ray extra (pip install 'vlm-envs[ray]'): {err}") from err
     return RayShards(None if address == RAY_AUTO else address)

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import types
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from vlm_envs.eval.config_errors import config_error_text
-from vlm_envs.eval.curriculum import LevelPlan, curriculum_plan
+from vlm_envs.configured import build_configured_env
+from vlm_envs.datasets.curriculum import LevelPlan, curriculum_plan
 from vlm_envs.eval.policies import PolicyOptions
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Env
-from vlm_envs.registry import EnvLoadError, UnknownEnvError, build_env
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,7 +20,7 @@ class RayPlacement:
 
     ``actors=None``: as many as the cluster's CPUs hold. The run joins the cluster this process is
     connected to, else ``address``, else starts a local one (``ray.init()``), as
-    :class:`~vlm_envs.rollout.ray_workers.RayEpisodeWorkers` does.
+    :class:`~vlm_envs.rollout.executors.ray_workers.RayEpisodeWorkers` does.
     """
 
     actors: int | None = None
@@ -47,7 +45,8 @@ class EvalConfig:
     options: PolicyOptions = dataclasses.field(default_factory=PolicyOptions)
     #: ``None``: episodes play in this process; else on Ray actors (``--ray``).
     ray: RayPlacement | None = None
-    #: ``--difficulty``: each episode's level, one level or a curriculum (:mod:`vlm_envs.eval.curriculum`).
+    #: ``--difficulty``: each episode's level, one level or a curriculum
+    #: (:mod:`vlm_envs.datasets.curriculum`).
     difficulty: str | None = None
 
     def levels(self) -> LevelPlan | None:
@@ -75,25 +74,6 @@ class EvalConfig:
         if self.difficulty is not None:  # absent without one, as in runs written before --difficulty
             info["difficulty"] = self.difficulty
         return json_safe(info)
-
-
-class EnvConfigError(ValueError):
-    """The env cannot be built with the config given; the message says why in one line."""
-
-
-def build_configured_env(name: str, max_turns: int | None, env_config: Mapping[str, Any]) -> Env:
-    """Env ``name`` built with ``env_config``; ``max_turns`` reaches it as the trainer's ``args.max_turns``.
-
-    An unknown env raises the registry's errors; an env that refuses (or breaks on) its config raises
-    :class:`EnvConfigError` saying why in one line, with the valid keys where a key was unknown.
-    """
-    args = types.SimpleNamespace(max_turns=max_turns) if max_turns is not None else None
-    try:
-        return build_env(name, args=args, **dict(env_config))
-    except (UnknownEnvError, EnvLoadError):
-        raise
-    except Exception as err:  # an env's constructor can fail in any way on a value it did not expect
-        raise EnvConfigError(config_error_text(name, err)) from err
 
 
 def make_env(config: EvalConfig, index: int = 0) -> Env:

@@ -7,7 +7,7 @@ frames as PNG bytes: only the driver writes to ``--out``. Episodes go to the act
 in flight. An actor that dies ends its in-flight episodes FAILED with the cause and is replaced.
 Actors are not detached: they die with the driver, however it ends. The run joins its cluster in
 bounded time, off its event loop, and refuses actors the cluster cannot hold at all
-(:mod:`vlm_envs.rollout.ray_cluster`), each in one line.
+(:mod:`vlm_envs.rollout.executors.ray_cluster`), each in one line.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from vlm_envs.eval.config import EvalConfig
 from vlm_envs.eval.episodes import FinishedEpisode, failed_result, finish, play_episode
 from vlm_envs.eval.policies import PolicyError
 from vlm_envs.eval.policy_kinds import build_policy
-from vlm_envs.rollout.ray_cluster import ClusterError, join, unmet
-from vlm_envs.rollout.slots import Slots
+from vlm_envs.rollout.executors.ray_cluster import ClusterError, join, unmet
+from vlm_envs.rollout.executors.slots import Slots
 
 #: Seconds the actors have to start (placement, imports, policy start) before the run gives up.
 ACTORS_READY_TIMEOUT_S = 300.0

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from vlm_envs.eval.config import EnvConfigError, EvalConfig, RayPlacement, build_configured_env, make_env
-from vlm_envs.eval.config_errors import one_line
+from vlm_envs.configured import EnvConfigError, build_configured_env, one_line
+from vlm_envs.eval.config import EvalConfig, RayPlacement, make_env
 from vlm_envs.eval.episodes import EpisodeRunner, LocalEpisodes
 from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock
 from vlm_envs.eval.policies import Policy, PolicyError
@@ -38,7 +38,6 @@ __all__ = [
     "EvalError",
     "RayPlacement",
     "make_env",
-    "one_line",
     "read_results",
     "recorded_run",
     "run_eval",

@@ -15,16 +15,18 @@ import aiohttp
 
 from vlm_envs.eval.balance import LeastInFlight
 from vlm_envs.eval.policies import Policy, PolicyError, PolicyOptions
-from vlm_envs.eval.processors import has_image_processor, load_processor
 from vlm_envs.eval.reachable import unreachable
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import EngineOutput, HttpEngine, SGLangEngine, check_limits
+from vlm_envs.rollout.engines.contract import EngineOutput
+from vlm_envs.rollout.engines.http import HttpEngine, check_limits
+from vlm_envs.rollout.engines.image_uris import ImageInput
+from vlm_envs.rollout.engines.sglang import SGLangEngine
+from vlm_envs.rollout.engines.vllm import VLLMEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History
-from vlm_envs.rollout.image_uris import ImageInput
-from vlm_envs.rollout.vllm_engine import VLLMEngine
+from vlm_envs.rollout.processors import ProcessorLoadError, has_image_processor, load_processor
 
 
 class _RecordingEnv(Env):
@@ -126,7 +128,10 @@ class SGLangPolicy(Policy):
 
     async def start(self) -> None:
         tok = self.options.tokenizer
-        processor = await asyncio.to_thread(load_processor, tok) if isinstance(tok, str) else tok
+        try:
+            processor = await asyncio.to_thread(load_processor, tok) if isinstance(tok, str) else tok
+        except ProcessorLoadError as err:
+            raise PolicyError(str(err)) from err
         if self.shows_images is not None and not has_image_processor(processor):
             named = repr(tok) if isinstance(tok, str) else f"({type(tok).__name__})"
             raise PolicyError(

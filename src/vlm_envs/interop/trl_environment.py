@@ -51,9 +51,10 @@ from typing import Any, ClassVar
 import trl
 from trl.chat_template_utils import add_response_schema
 
+from vlm_envs.configured import build_configured_env
 from vlm_envs.interop.row_options import row_reset_options
 from vlm_envs.protocol import Env, Observation, check_seed
-from vlm_envs.registry import build_env, get_spec
+from vlm_envs.registry import get_spec
 from vlm_envs.rewards import RewardError, call_reward, check_reward
 
 #: The tool every env gets: the model's reply, as the env's text protocol reads it.
@@ -111,7 +112,9 @@ class TrlEnvironment:
 
     def __init__(self) -> None:
         self._env = (
-            self._make_env() if self._make_env is not None else build_env(self.env_name, **self.env_config)
+            self._make_env()
+            if self._make_env is not None
+            else build_configured_env(self.env_name, None, self.env_config)
         )
         self._done = True
         self._steps = 0
@@ -189,7 +192,7 @@ def environment_factory(
         from vlm_envs.remote import RemoteEnv  # the serve client's extra, only when asked for
 
         make_env = functools.partial(RemoteEnv, url, env, **config)
-    probe = make_env() if make_env is not None else build_env(env, **config)
+    probe = make_env() if make_env is not None else build_configured_env(env, None, config)
     try:
         if url is not None:  # a server answers the env's tools with a reset: play one to learn them
             probe.reset(seed=0)

@@ -43,8 +43,8 @@ from verifiers.v1.configs.agent import TimeoutConfig
 from verifiers.v1.harnesses.null import NullHarness
 from verifiers.v1.utils.loaders import load_environment as vf_load_environment
 
-from vlm_envs.eval.config_errors import config_error_text
-from vlm_envs.eval.curriculum import parse_curriculum
+from vlm_envs.configured import EnvConfigError, build_configured_env
+from vlm_envs.datasets.curriculum import parse_curriculum
 from vlm_envs.imaging import png_data_uri
 from vlm_envs.interop.row_options import row_reset_options
 from vlm_envs.protocol import Observation, check_seed
@@ -149,9 +149,9 @@ def check_taskset(config: VlmEnvsTasksetConfig) -> Sequence[str]:
     except UnknownEnvError as err:  # a KeyError: its message is its first argument
         raise ValueError(err.args[0]) from None
     try:
-        build_env(config.env, **config.config).close()
-    except (TypeError, ValueError) as err:  # pydantic's ValidationError is a ValueError
-        raise ValueError(config_error_text(config.env, err)) from None
+        build_configured_env(config.env, None, config.config).close()
+    except EnvConfigError as err:
+        raise ValueError(str(err)) from None
     check_seed(config.first_seed + (config.num_examples or 1) - 1)  # the last seed too
     if config.difficulty is None:
         return []

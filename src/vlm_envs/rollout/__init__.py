@@ -4,7 +4,7 @@ Needs the ``rollout`` extra (torch, transformers, aiohttp).
 """
 
 from vlm_envs.rollout.codec import ChatCodec, Encoded
-from vlm_envs.rollout.engines import (
+from vlm_envs.rollout.engines.contract import (
     Engine,
     EngineContractError,
     EngineError,
@@ -12,16 +12,18 @@ from vlm_envs.rollout.engines import (
     EngineTimeout,
     PermanentEngineError,
     ReplyContract,
-    SGLangEngine,
     TransientEngineError,
 )
+from vlm_envs.rollout.engines.image_uris import image_data_uri
+from vlm_envs.rollout.engines.sglang import SGLangEngine
+from vlm_envs.rollout.engines.vllm import VLLMEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.rollout.executors import EpisodeExecutor, ExecutorConfig, InProcessEpisodes
-from vlm_envs.rollout.image_uris import image_data_uri
+from vlm_envs.rollout.executors.config import ExecutorConfig
+from vlm_envs.rollout.executors.in_process import EpisodeExecutor, InProcessEpisodes
+from vlm_envs.rollout.executors.worker_process import EpisodeJob
+from vlm_envs.rollout.executors.workers import EpisodeWorkers
 from vlm_envs.rollout.images import CodecError, ProcessedImage, VisionPreprocessor, image_digest
 from vlm_envs.rollout.trajectory import Status, Trajectory, TurnRecord
-from vlm_envs.rollout.vllm_engine import VLLMEngine
-from vlm_envs.rollout.workers import EpisodeJob, EpisodeWorkers
 
 __all__ = [
     "ChatCodec",

@@ -25,7 +25,7 @@ from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rewards import RewardError, call_reward, check_reward
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, CodecError, Encoded, ProcessedImage
-from vlm_envs.rollout.engines import (
+from vlm_envs.rollout.engines.contract import (
     Engine,
     EngineContractError,
     EngineError,
@@ -34,8 +34,8 @@ from vlm_envs.rollout.engines import (
     ReplyContract,
     engine_name,
 )
+from vlm_envs.rollout.engines.image_uris import ImageInput, image_data_uri
 from vlm_envs.rollout.history import History
-from vlm_envs.rollout.image_uris import ImageInput, image_data_uri
 from vlm_envs.rollout.offload import InlineExecutor, rollout_executor
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import (

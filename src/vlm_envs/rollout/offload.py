@@ -33,7 +33,7 @@ class InlineExecutor(Executor):
     """Runs the CPU work on the event loop's own thread, with no handoff.
 
     For processes whose loop serves only episodes (the workers of
-    :class:`~vlm_envs.rollout.workers.EpisodeWorkers`), where a thread hop costs more than it gives.
+    :class:`~vlm_envs.rollout.executors.workers.EpisodeWorkers`), where a thread hop costs more than it gives.
     """
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:

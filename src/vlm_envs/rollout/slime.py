@@ -57,9 +57,12 @@ from typing import Any
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, Encoded
-from vlm_envs.rollout.engines import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, SGLangEngine
+from vlm_envs.rollout.engines.http import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
+from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig
-from vlm_envs.rollout.executors import EpisodeExecutor, ExecutorConfig
+from vlm_envs.rollout.executors.config import ExecutorConfig
+from vlm_envs.rollout.executors.in_process import EpisodeExecutor
+from vlm_envs.rollout.executors.worker_process import EpisodeJob
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.offload import rollout_executor
 from vlm_envs.rollout.prompt import FallbackPrompt
@@ -67,7 +70,6 @@ from vlm_envs.rollout.record import RECORD_KEY, episode_record
 from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample, make_train_inputs
-from vlm_envs.rollout.worker_process import EpisodeJob
 
 METADATA_KEY = RECORD_KEY
 HOW_TO_NAME_AN_ENV = (

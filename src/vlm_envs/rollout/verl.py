@@ -51,10 +51,10 @@ from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.registry import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec, Encoded
-from vlm_envs.rollout.engines import EngineOutput, FinishReason
+from vlm_envs.rollout.engines.contract import EngineOutput, FinishReason
+from vlm_envs.rollout.engines.image_uris import ImageInput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
-from vlm_envs.rollout.image_uris import ImageInput
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, episode_record
 from vlm_envs.rollout.rows import RowError, RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap

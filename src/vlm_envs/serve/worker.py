@@ -33,10 +33,11 @@ from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
+from vlm_envs.configured import EnvConfigError, build_configured_env
 from vlm_envs.envs.config import ClientConfigError, check_client_config
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import EpisodeFinishedError, check_seed
-from vlm_envs.registry import build_env, get_spec
+from vlm_envs.registry import get_spec
 from vlm_envs.rewards import RewardError, call_reward, check_reward
 from vlm_envs.serve.config import ServeConfig
 from vlm_envs.serve.limits import MIB, DeadlineExceeded, MemoryBudget, Watchdog
@@ -201,10 +202,12 @@ class Worker:
                 self.budget.release()
             session.key = None
             try:
-                session.env = build_env(self.served[name], **config)
+                session.env = build_configured_env(self.served[name], None, config)
+            except EnvConfigError as err:  # a config the env refuses (the keys it takes): the client's to fix
+                return Answer(422, str(err).encode())
             except MemoryError:
                 raise
-            except Exception as err:  # a config the env refuses: the client's to fix
+            except Exception as err:  # an env that cannot be loaded
                 return Answer(422, f"env {name!r} refused its config: {one_line(err)}".encode())
             session.key, session.env_name = key, name
         try:

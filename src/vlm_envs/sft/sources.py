@@ -20,8 +20,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from vlm_envs.configured import build_configured_env
 from vlm_envs.envs.config import ClientConfigError, check_client_config
-from vlm_envs.eval.config import build_configured_env
 from vlm_envs.protocol import Env, check_seed
 from vlm_envs.registry import get_spec, list_envs
 from vlm_envs.sft.demos import Demonstration, DemonstrationError, play_oracle, replay_record

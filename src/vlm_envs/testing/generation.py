@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from PIL import Image
 
-from vlm_envs.rollout.hf_model import model_inputs, sampled_log_probs
+from vlm_envs.rollout.engines.hf_model import model_inputs, sampled_log_probs
 
 
 @dataclasses.dataclass(frozen=True)

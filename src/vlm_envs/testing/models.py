@@ -22,7 +22,7 @@ from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLIm
 from transformers.models.qwen2_vl.processing_qwen2_vl import Qwen2VLProcessor
 from transformers.models.qwen3_vl.processing_qwen3_vl import Qwen3VLProcessor
 
-from vlm_envs.eval.processors import IMAGE_PROCESSOR_FILE, PROCESSOR_FILE, NoVideoCheck
+from vlm_envs.rollout.processors import IMAGE_PROCESSOR_FILE, PROCESSOR_FILE, NoVideoCheck
 from vlm_envs.testing.templates import QWEN2_VL_TEMPLATE, QWEN3_VL_TEMPLATE
 from vlm_envs.testing.tokenizer import build_tiny_tokenizer
 
@@ -81,7 +81,7 @@ def save_tiny_processor(
     The parts are saved one by one, in the layout of the hub's Qwen-VL folders (``save_pretrained``
     nests the image processor in ``processor_config.json`` instead): the tokenizer (with its chat
     template), the image processor and a ``processor_config.json`` naming the processor class.
-    :func:`vlm_envs.eval.processors.load_processor` loads the folder offline, without torchvision, as
+    :func:`vlm_envs.rollout.processors.load_processor` loads the folder offline, without torchvision, as
     the same processor. Returns the folder.
     """
     processor = build_tiny_processor(family, min_pixels, max_pixels)

@@ -300,7 +300,7 @@ def build_test_engine(family: str = "qwen2_vl", seed: int = 0, model_dir: str | 
     if model_dir is not None:
         from transformers import AutoModelForImageTextToText
 
-        from vlm_envs.eval.processors import load_processor
+        from vlm_envs.rollout.processors import load_processor
 
         model = AutoModelForImageTextToText.from_pretrained(model_dir).eval()
         return TinyEngine(model, load_processor(model_dir), seed=seed)

@@ -17,16 +17,18 @@ from typing import Any
 
 from PIL import Image
 
-from vlm_envs.rollout.engines import (
-    DEFAULT_READ_TIMEOUT_S,
-    DEFAULT_TURN_TIMEOUT_S,
+from vlm_envs.rollout.engines.contract import (
     EngineOutput,
     EngineTimeout,
     FinishReason,
     PermanentEngineError,
     TransientEngineError,
-    _deadline,
+)
+from vlm_envs.rollout.engines.http import (
+    DEFAULT_READ_TIMEOUT_S,
+    DEFAULT_TURN_TIMEOUT_S,
     check_limits,
+    deadline,
 )
 
 #: The read timeout of requests sent from a :class:`VLLMServerEngine` thread (TRL's client sets none).
@@ -156,7 +158,7 @@ class VLLMServerEngine:
             self._threads, self._bounded, list(input_ids), list(images), dict(sampling_params)
         )
         try:
-            async with _deadline(self.turn_timeout):
+            async with deadline(self.turn_timeout):
                 return await call
         except asyncio.TimeoutError:
             raise EngineTimeout(

@@ -20,8 +20,8 @@ import torch
 from PIL import Image
 
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import EngineOutput, PermanentEngineError
-from vlm_envs.rollout.hf_model import batch_inputs, batch_log_probs
+from vlm_envs.rollout.engines.contract import EngineOutput, PermanentEngineError
+from vlm_envs.rollout.engines.hf_model import batch_inputs, batch_log_probs
 from vlm_envs.rollout.images import train_inputs_of
 from vlm_envs.rollout.trl.engines import finish_reason
 

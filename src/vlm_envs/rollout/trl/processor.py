@@ -14,7 +14,7 @@ from typing import Any
 
 from huggingface_hub import snapshot_download
 
-from vlm_envs.eval import processors
+from vlm_envs.rollout import processors
 
 #: The files of a hub model that make its processor (configs, tokenizer, chat template): no weights.
 PROCESSOR_FILES = ("*.json", "*.txt", "*.jinja", "*.model", "*.tiktoken")

@@ -41,7 +41,8 @@ from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.registry import build_env, get_spec
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, Engine, check_limits
+from vlm_envs.rollout.engines.contract import Engine
+from vlm_envs.rollout.engines.http import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S, check_limits
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History
 from vlm_envs.rollout.prompt import FallbackPrompt

@@ -6,7 +6,7 @@ Python's GIL, so one process tops out near one core however many episodes wait o
 and engine client, and plays whole episodes there with the env steps inline on the worker's loop:
 one message out per episode (what to play) and one back (the finished :class:`Trajectory` with
 its training tensors, made in the worker and mapped here from shared memory without a copy,
-see :mod:`vlm_envs.rollout.wire`). The caller's event loop only waits, so it stays responsive.
+see :mod:`vlm_envs.rollout.executors.wire`). The caller's event loop only waits, so it stays responsive.
 
 A worker that dies fails its running episodes (FAILED, with the exit code) and is started again
 for the next ones; so does a worker whose loop has not said it is alive for ``stuck_after_s`` (an
@@ -25,13 +25,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from vlm_envs.rollout.aborts import AbortWatch
-from vlm_envs.rollout.engines import Engine
-from vlm_envs.rollout.handoff import Waiter
-from vlm_envs.rollout.slots import Slots
-from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.wire import ARENA_BYTES, Receiver, Sender, arena_size
-from vlm_envs.rollout.worker_process import (
+from vlm_envs.rollout.engines.contract import Engine
+from vlm_envs.rollout.executors.aborts import AbortWatch
+from vlm_envs.rollout.executors.handoff import Waiter
+from vlm_envs.rollout.executors.slots import Slots
+from vlm_envs.rollout.executors.wire import ARENA_BYTES, Receiver, Sender, arena_size
+from vlm_envs.rollout.executors.worker_process import (
     ALIVE_EVERY_S,
     MAX_WORKER_PROCESSES,
     STOP_TIMEOUT_S,
@@ -39,6 +38,7 @@ from vlm_envs.rollout.worker_process import (
     WorkerSpec,
     worker_main,
 )
+from vlm_envs.rollout.trajectory import Trajectory
 
 __all__ = ["EpisodeJob", "EpisodeWorkers"]
 

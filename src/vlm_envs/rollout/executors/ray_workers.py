@@ -1,6 +1,6 @@
 """Episodes on Ray actors: the rollout's CPU work spread over a cluster's cores.
 
-:class:`RayEpisodeWorkers` has :class:`~vlm_envs.rollout.workers.EpisodeWorkers`' interface
+:class:`RayEpisodeWorkers` has :class:`~vlm_envs.rollout.executors.workers.EpisodeWorkers`' interface
 (``run(job, should_abort)``, ``start``, ``close``, context manager) over a pool of async Ray actors.
 Each actor builds its codec and engine client once, from a spec put in the object store once, and
 plays whole episodes with the env steps inline on its own event loop, training tensors included.
@@ -10,18 +10,18 @@ wait for a free slot.
 A Ray call costs the caller about 0.3 ms of CPU, 1 ms with its reply in the object store: more than
 its whole share of an episode. So calls carry batches: a dispatcher thread sends the jobs queued
 meanwhile to an actor in one ``submit`` call, and each actor
-(:class:`~vlm_envs.rollout.ray_actor.EpisodeActor`) has one ``collect`` call outstanding, read by a
+(:class:`~vlm_envs.rollout.executors.ray_actor.EpisodeActor`) has one ``collect`` call outstanding, read by a
 collector thread, that returns the episodes finished by then (at most 32 MB of tensors). A job
 travels as a pickle of its own (:meth:`EpisodeJob.portable`), which the actor reads apart: one it
 cannot read (its module missing on the node) fails alone, saying what to install. A trajectory
 travels as its pickle with its large buffers out of band, read from the object store without a copy;
 when the store is too small for the episodes in flight, a warning says the size it needs
-(:mod:`~vlm_envs.rollout.ray_store`). An actor that dies fails its in-flight episodes with Ray's
+(:mod:`~vlm_envs.rollout.executors.ray_store`). An actor that dies fails its in-flight episodes with Ray's
 ``ActorDiedError`` and is replaced; so does one not placed within ``place_timeout_s``.
 
 The pool joins its cluster off the caller's event loop, in bounded time
-(:func:`~vlm_envs.rollout.ray_cluster.join`), and checks that the cluster can hold its actors at
-all (:func:`~vlm_envs.rollout.ray_cluster.unmet`): where it cannot, or cannot be reached, every
+(:func:`~vlm_envs.rollout.executors.ray_cluster.join`), and checks that the cluster can hold its actors at
+all (:func:`~vlm_envs.rollout.executors.ray_cluster.unmet`): where it cannot, or cannot be reached, every
 episode ends FAILED with that one line instead of waiting. Importing this module imports ray;
 nothing else does.
 """
@@ -33,28 +33,32 @@ import concurrent.futures
 import contextlib
 import itertools
 import os
-import pickle
 import queue
 import threading
-import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
 import ray
 from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from vlm_envs.rollout import contract
-from vlm_envs.rollout.aborts import AbortWatch
-from vlm_envs.rollout.engines import Engine
-from vlm_envs.rollout.handoff import Waiter
-from vlm_envs.rollout.ray_actor import EpisodeActor
-from vlm_envs.rollout.ray_cluster import JOIN_TIMEOUT_S, ClusterError, Placements, join, one_line, unmet
-from vlm_envs.rollout.ray_store import StoreWatch
-from vlm_envs.rollout.slots import Slots
+from vlm_envs.rollout.engines.contract import Engine
+from vlm_envs.rollout.executors.aborts import AbortWatch
+from vlm_envs.rollout.executors.handoff import Waiter
+from vlm_envs.rollout.executors.ray_actor import EpisodeActor, read_finished
+from vlm_envs.rollout.executors.ray_cluster import (
+    JOIN_TIMEOUT_S,
+    ClusterError,
+    Placements,
+    join,
+    one_line,
+    unmet,
+)
+from vlm_envs.rollout.executors.ray_store import StoreWatch
+from vlm_envs.rollout.executors.slots import Slots
+from vlm_envs.rollout.executors.worker_process import EpisodeJob, WorkerSpec
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec
 
 __all__ = ["RayEpisodeWorkers"]
 
@@ -97,7 +101,7 @@ class RayEpisodeWorkers:
     """Plays episodes on ``actors`` Ray actors; :meth:`run` is the async entry point.
 
     ``processor``, ``make_engine``, ``args``, ``chat_template`` and ``cache_bytes`` are as for
-    :class:`~vlm_envs.rollout.workers.EpisodeWorkers` (``make_engine`` must be picklable). Each
+    :class:`~vlm_envs.rollout.executors.workers.EpisodeWorkers` (``make_engine`` must be picklable). Each
     actor takes ``num_cpus`` (and ``resources``, Ray's custom resources) and they are spread over
     the cluster. The pool joins the cluster this process is connected to, else ``address``, else
     ``RAY_ADDRESS``, else starts a local one, within ``join_timeout_s``. Actors start on the first
@@ -160,7 +164,7 @@ class RayEpisodeWorkers:
 
     def start(self) -> None:
         """Connect to the cluster and start every actor now (they build their codec and engine);
-        raises :class:`~vlm_envs.rollout.ray_cluster.ClusterError` if the cluster cannot be joined
+        raises :class:`~vlm_envs.rollout.executors.ray_cluster.ClusterError` if the cluster cannot be joined
         or cannot hold the actors."""
         self._joining_now().result()
         with self._lock:
@@ -364,7 +368,7 @@ class RayEpisodeWorkers:
                     continue
                 self._store.received([sum(b.nbytes for b in buffers) for _, _, buffers in finished])
                 for job_id, body, buffers in finished:
-                    self._settle(index, job_id, lambda r, b=body, bufs=buffers: _trajectory(b, bufs, r))
+                    self._settle(index, job_id, lambda r, b=body, bufs=buffers: read_finished(b, bufs, r))
                 del finished
 
     def _unread(self, ref: Any, index: int, job_ids: list[int]) -> None:
@@ -400,14 +404,3 @@ class RayEpisodeWorkers:
                 self._actor(index)
         for waiter in entries.values():
             waiter.fail(error)
-
-
-def _trajectory(body: bytes, buffers: list[np.ndarray], failure_reward: float) -> Trajectory:
-    """A trajectory from its pickle and its buffers in the object store (read without a copy)."""
-    try:
-        with warnings.catch_warnings():  # the store's buffers are read-only; so are trajectory tensors
-            warnings.simplefilter("ignore", UserWarning)
-            return pickle.loads(body, buffers=buffers)
-    except Exception as err:
-        error = f"ray: the trajectory could not be read: {type(err).__name__}: {err}"
-        return Trajectory.failed(error, failure_reward)

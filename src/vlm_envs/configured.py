@@ -1,4 +1,8 @@
-"""Why an env refused its config, said in one line that helps: which key, and which keys are valid.
+"""Building an env from a name, a config and a turn cap, and saying in one line why it refused.
+
+:func:`build_configured_env` is the one way ``eval``, ``make-dataset``, ``make-sft``, the CLI, the
+server and the interop adapters build an env from what a user typed: an env that refuses its config
+raises :class:`EnvConfigError` with :func:`config_error_text`'s line.
 
 pydantic's own message names the unknown key but not the valid ones; here an unknown key gets the
 closest valid key (``did you mean 'grid_size'?``) and the list of valid keys, read from the env's
@@ -9,10 +13,14 @@ from __future__ import annotations
 
 import difflib
 import sys
+import types
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from vlm_envs.registry import get_spec
+from vlm_envs.protocol import Env
+from vlm_envs.registry import EnvLoadError, UnknownEnvError, build_env, get_spec
 
 
 def one_line(err: BaseException, limit: int = 300) -> str:
@@ -69,3 +77,22 @@ def config_error_text(env_name: str, err: BaseException) -> str:
     else:  # the env broke on the value rather than refusing it (a bug to report to its author)
         reason = f"{type(err).__name__}: {one_line(err)}"
     return f"env {env_name!r} rejects its config: {reason}"[:600]
+
+
+class EnvConfigError(ValueError):
+    """The env cannot be built with the config given; the message says why in one line."""
+
+
+def build_configured_env(name: str, max_turns: int | None, env_config: Mapping[str, Any]) -> Env:
+    """Env ``name`` built with ``env_config``; ``max_turns`` reaches it as the trainer's ``args.max_turns``.
+
+    An unknown env raises the registry's errors; an env that refuses (or breaks on) its config raises
+    :class:`EnvConfigError` saying why in one line, with the valid keys where a key was unknown.
+    """
+    args = types.SimpleNamespace(max_turns=max_turns) if max_turns is not None else None
+    try:
+        return build_env(name, args=args, **dict(env_config))
+    except (UnknownEnvError, EnvLoadError):
+        raise
+    except Exception as err:  # an env's constructor can fail in any way on a value it did not expect
+        raise EnvConfigError(config_error_text(name, err)) from err

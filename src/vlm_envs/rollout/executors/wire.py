@@ -2,7 +2,7 @@
 
 A finished episode carries about 5 MB of training tensors (``pixel_values``) and its images. Sent
 through the pipe they would cost the caller a copy; instead they stay in a shared-memory arena
-(:mod:`vlm_envs.rollout.arena`) whose descriptor went to the caller once, with the first message
+(:mod:`vlm_envs.rollout.executors.arena`) whose descriptor went to the caller once, with the first message
 (``SCM_RIGHTS``). The worker makes its training tensors in the arena to begin with
 (:meth:`Packer.lend`), and its :class:`Packer` copies every other buffer of at least
 :data:`SHARED_MIN_BYTES` there. The caller's :class:`Receiver` unpickles the rest with numpy views
@@ -35,7 +35,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vlm_envs.rollout.arena import ArenaReader, ArenaWriter, file_of, views_of_file
+from vlm_envs.rollout.executors.arena import ArenaReader, ArenaWriter, file_of, views_of_file
 
 #: Buffers at least this large go to shared memory; smaller ones are cheaper in the pickle.
 SHARED_MIN_BYTES = 64 << 10

@@ -1,4 +1,4 @@
-"""The Ray actor that plays episodes for :class:`~vlm_envs.rollout.ray_workers.RayEpisodeWorkers`.
+"""The Ray actor that plays episodes for :class:`~vlm_envs.rollout.executors.ray_workers.RayEpisodeWorkers`.
 
 An :class:`EpisodeActor` holds a codec and an engine client and plays whole episodes on its event
 loop, training tensors included. Jobs come in batches (``submit``); finished episodes go back in
@@ -13,13 +13,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import pickle
+import warnings
 
 import numpy as np
 import ray
 
-from vlm_envs.rollout import wire
+from vlm_envs.rollout.executors import wire
+from vlm_envs.rollout.executors.worker_process import (
+    EpisodeJob,
+    WorkerSpec,
+    play_job,
+    settle_collector,
+    unreadable_job,
+)
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.worker_process import EpisodeJob, WorkerSpec, play_job, settle_collector, unreadable_job
 
 #: Once an episode is ready, how long ``collect`` waits for more to come back with it (seconds).
 LINGER_S = 0.02
@@ -140,3 +147,15 @@ def cut_batch(finished: list[Finished], limit: int) -> tuple[list[Finished], lis
 
 def _size(episode: Finished) -> int:
     return sum(buffer.nbytes for buffer in episode[2])
+
+
+def read_finished(body: bytes, buffers: list[np.ndarray], failure_reward: float) -> Trajectory:
+    """A finished episode's trajectory, from its pickle and its buffers in the object store (read
+    without a copy); a FAILED one saying why where it cannot be read."""
+    try:
+        with warnings.catch_warnings():  # the store's buffers are read-only; so are trajectory tensors
+            warnings.simplefilter("ignore", UserWarning)
+            return pickle.loads(body, buffers=buffers)
+    except Exception as err:
+        error = f"ray: the trajectory could not be read: {type(err).__name__}: {err}"
+        return Trajectory.failed(error, failure_reward)

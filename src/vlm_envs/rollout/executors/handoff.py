@@ -1,7 +1,7 @@
 """A caller's event loop waiting for a trajectory that a pool's thread hands over.
 
-The pools (:class:`~vlm_envs.rollout.workers.EpisodeWorkers`,
-:class:`~vlm_envs.rollout.ray_workers.RayEpisodeWorkers`) read finished episodes on threads of
+The pools (:class:`~vlm_envs.rollout.executors.workers.EpisodeWorkers`,
+:class:`~vlm_envs.rollout.executors.ray_workers.RayEpisodeWorkers`) read finished episodes on threads of
 their own. A thread settles the caller's :class:`Waiter` with a one-item list that the caller
 empties, so the thread, which may hold the waiter (and so its future's result) a while, never holds
 the trajectory's last reference: the caller, who drops it last, frees it (megabytes of tensors).

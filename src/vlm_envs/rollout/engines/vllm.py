@@ -19,13 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from vlm_envs.rollout.engines import (
-    EngineContractError,
-    EngineOutput,
-    HttpEngine,
-    PermanentEngineError,
-)
-from vlm_envs.rollout.image_uris import ImageInput
+from vlm_envs.rollout.engines.contract import EngineContractError, EngineOutput, PermanentEngineError
+from vlm_envs.rollout.engines.http import HttpEngine
+from vlm_envs.rollout.engines.image_uris import ImageInput
 
 #: SGLang sampling parameter names the episode loop uses -> vLLM's ``SamplingParams`` names;
 #: any other key is sent as it is (vLLM answers HTTP 400 for one it does not know).

@@ -12,15 +12,14 @@ the rows trains on them with :class:`vlm_envs.rollout.trl.VlmEnvsGRPOTrainer`.
 from __future__ import annotations
 
 import dataclasses
-import types
 from pathlib import Path
 from typing import Any
 
+from vlm_envs.configured import build_configured_env
 from vlm_envs.episode_carrier import EpisodeSpec, attach
 from vlm_envs.files import write_atomic
 from vlm_envs.imaging import png_bytes
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
-from vlm_envs.registry import build_env
 
 DEFAULT_MODEL = "Qwen/Qwen3-VL-2B-Instruct"
 #: Token budgets of the printed run: a completion holds every turn's reply and observation (with its
@@ -46,7 +45,7 @@ def trl_rows(
     env_name: str, n: int, seed: int, max_turns: int | None, env_config: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """One row per seed ``seed .. seed + n - 1`` from the env's first observation."""
-    env = build_env(env_name, args=types.SimpleNamespace(max_turns=max_turns), **env_config)
+    env = build_configured_env(env_name, max_turns, env_config)
     rows = []
     try:
         for s in range(seed, seed + n):

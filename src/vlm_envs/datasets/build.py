@@ -1,6 +1,6 @@
 """``vlm-envs make-dataset``: parquet rows for slime's ``--prompt-data`` and the matching YAML
-(``--trainer verl``: verl's layout, see :mod:`vlm_envs.eval.verl_dataset`; ``--trainer trl``: TRL's,
-and a training script, see :mod:`vlm_envs.eval.trl_dataset`).
+(``--trainer verl``: verl's layout, see :mod:`vlm_envs.datasets.verl`; ``--trainer trl``: TRL's,
+and a training script, see :mod:`vlm_envs.datasets.trl`).
 
 Geo3k rows come from :mod:`vlm_envs.data.geo3k` (procedural problems, the answer as label): task
 rows, without a seed, whose env the hook builds from the sample. Any other env (and Geo3k with a
@@ -10,10 +10,10 @@ seed builds its env from these alone: :mod:`vlm_envs.rollout.rows`).
 Columns: ``problem``, ``images``, ``answer``, ``metadata`` (slime's geo3k example layout).
 
 Rows are built by seed range (:class:`RowSpec`) and handed on in seed order, a batch at a time, by a
-runner: this process by default, Ray tasks for ``--ray`` (:mod:`vlm_envs.eval.ray_dataset`); either way
+runner: this process by default, Ray tasks for ``--ray`` (:mod:`vlm_envs.datasets.on_ray`); either way
 they stream to the one writer, which holds one row group at a time (memory stays flat however many
 rows) and cuts row groups by count, not by batch, so both builds write the same bytes. A curriculum
-(``levels``, :mod:`vlm_envs.eval.curriculum`) gives each row its own ``difficulty``, recorded in the
+(``levels``, :mod:`vlm_envs.datasets.curriculum`) gives each row its own ``difficulty``, recorded in the
 row's env config.
 """
 
@@ -21,19 +21,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vlm_envs.configured import build_configured_env
 from vlm_envs.files import OutputError, replacing, write_atomic
 from vlm_envs.imaging import png_bytes
 from vlm_envs.protocol import DEFAULT_MAX_TURNS, SEED_LIMIT
-from vlm_envs.registry import build_env, get_spec
+from vlm_envs.registry import get_spec
 
 if TYPE_CHECKING:
-    from vlm_envs.eval.trl_dataset import TrlFiles
-    from vlm_envs.eval.verl_dataset import VerlFiles
+    from vlm_envs.datasets.trl import TrlFiles
+    from vlm_envs.datasets.verl import VerlFiles
 
 PROMPT_KEY, IMAGES_KEY, LABEL_KEY, METADATA_KEY = "problem", "images", "answer", "metadata"
 TRAINERS = ("slime", "verl", "trl")
@@ -75,8 +75,7 @@ def env_rows(
     env_name: str, n: int, seed: int, max_turns: int | None, env_config: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """One row per seed ``seed .. seed + n - 1`` from the env's first observation."""
-    args = types.SimpleNamespace(max_turns=max_turns) if max_turns is not None else None
-    env = build_env(env_name, args=args, **env_config)
+    env = build_configured_env(env_name, max_turns, env_config)
     rows = []
     try:
         for s in range(seed, seed + n):
@@ -108,7 +107,7 @@ class RowSpec:
     trainer: str
     geo3k: bool  # generated geo3k problems (:mod:`vlm_envs.data.geo3k`) rather than env rows
     #: Each row's ``difficulty`` (row ``i`` is seed ``seed + i``; a curriculum's
-    #: :class:`~vlm_envs.eval.curriculum.LevelPlan` computes them on demand), or None: the config alone.
+    #: :class:`~vlm_envs.datasets.curriculum.LevelPlan` computes them on demand), or None: the config alone.
     levels: Sequence[str] | None = None
 
     def rows(self, first: int, count: int) -> list[Row]:
@@ -129,12 +128,12 @@ class RowSpec:
 
     def _rows(self, first: int, count: int) -> list[Row]:
         if self.trainer == "verl":
-            from vlm_envs.eval.verl_dataset import verl_rows
+            from vlm_envs.datasets.verl import verl_rows
 
             index = first - self.seed  # within the whole dataset, not within this range
             return verl_rows(self.env_name, count, first, self.max_turns, self.env_config, index)
         if self.trainer == "trl":
-            from vlm_envs.eval.trl_dataset import trl_rows
+            from vlm_envs.datasets.trl import trl_rows
 
             return trl_rows(self.env_name, count, first, self.max_turns, self.env_config)
         if self.geo3k:
@@ -207,11 +206,11 @@ def output_files(out: str | Path, trainer: str) -> tuple[Path, Path]:
     """The parquet and the YAML that make-dataset writes for ``out`` and ``trainer``."""
     path = Path(out)
     if trainer == "verl":
-        from vlm_envs.eval.verl_dataset import agent_loop_yaml_path
+        from vlm_envs.datasets.verl import agent_loop_yaml_path
 
         return path, agent_loop_yaml_path(path)
     if trainer == "trl":
-        from vlm_envs.eval.trl_dataset import script_path
+        from vlm_envs.datasets.trl import script_path
 
         return path, script_path(path)
     return path, path.with_suffix(".yaml")
@@ -264,9 +263,9 @@ def make_dataset(
     """Write ``n`` rows to ``out`` (parquet) and the trainer's YAML next to it.
 
     For slime (the default) the YAML is ``--custom-config-path``'s (same name, ``.yaml``); for verl
-    it is the agent-loop YAML (see :mod:`vlm_envs.eval.verl_dataset`), and ``backend`` picks verl's
+    it is the agent-loop YAML (see :mod:`vlm_envs.datasets.verl`), and ``backend`` picks verl's
     FSDP or Megatron trainer for the printed overrides. ``runner`` says where the rows are built
-    (here by default; :class:`vlm_envs.eval.ray_dataset.RayShards` for a Ray cluster). Files that
+    (here by default; :class:`vlm_envs.datasets.on_ray.RayShards` for a Ray cluster). Files that
     exist are replaced only with ``force`` (:class:`OutputExistsError`); each file is replaced whole
     or not at all, and one that cannot be written raises :class:`~vlm_envs.files.OutputError`.
     ``levels`` gives row ``i`` the ``difficulty`` ``levels[i]`` (a curriculum: ``Curriculum.plan``).
@@ -289,7 +288,7 @@ def make_dataset(
 
     datasets.disable_progress_bars()  # the command prints its own line
     if trainer == "verl":
-        from vlm_envs.eval.verl_dataset import check_backend, write_verl_yaml
+        from vlm_envs.datasets.verl import check_backend, write_verl_yaml
 
         check_backend(backend)
     if levels is not None and len(levels) != n:
@@ -300,7 +299,7 @@ def make_dataset(
     if trainer == "verl":
         return write_verl_yaml(path, n, env_name, max_turns, backend)  # type: ignore[arg-type]
     if trainer == "trl":
-        from vlm_envs.eval.trl_dataset import write_trl_script
+        from vlm_envs.datasets.trl import write_trl_script
 
         return write_trl_script(path, n, env_name, max_turns)
     write_atomic(yaml_path, slime_yaml(spec.target, max_turns or DEFAULT_MAX_TURNS))

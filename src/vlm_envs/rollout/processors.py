@@ -23,8 +23,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from vlm_envs.eval.policies import PolicyError
-
 #: What a folder holds for each part (transformers' file names). Since transformers 5,
 #: ``save_pretrained`` nests the image and video processor configs in the processor file; older
 #: folders (and the hub's Qwen-VL ones) hold them in files of their own.
@@ -38,6 +36,12 @@ IMAGE_PROCESSOR_FILE, PROCESSOR_FILE, TOKENIZER_FILE, VIDEO_PROCESSOR_FILE, CHAT
 
 #: Seconds the hub has to answer one request before a name that is not cached is given up on.
 HUB_PROBE_TIMEOUT_S = 5.0
+
+
+class ProcessorLoadError(Exception):
+    """No processor or tokenizer loads from the name given; the message says what to pass instead."""
+
+
 _HINT = "pass --tokenizer /path/to/folder (a local folder with the served model's tokenizer files)"
 
 
@@ -143,7 +147,8 @@ def has_image_processor(processor: Any) -> bool:
 
 
 def _load(name: str, **kwargs: Any) -> Any:
-    """``AutoProcessor``, or ``AutoTokenizer`` where no processor loads; :class:`PolicyError` if neither.
+    """``AutoProcessor``, or ``AutoTokenizer`` where no processor loads; :class:`ProcessorLoadError`
+    if neither.
 
     A local folder that holds an image processor but gives no processor with one is assembled
     without a video processor (see the module doc).
@@ -160,7 +165,7 @@ def _load(name: str, **kwargs: Any) -> Any:
         try:
             return AutoTokenizer.from_pretrained(name, **kwargs)
         except Exception as err:
-            raise PolicyError(
+            raise ProcessorLoadError(
                 f"cannot load a processor or tokenizer from {name!r}: {type(processor_error).__name__}: "
                 f"{processor_error}; {type(err).__name__}: {err}"
             ) from err
@@ -197,13 +202,13 @@ def load_processor(name: str) -> Any:
     if os.path.isdir(os.path.expanduser(name)):
         return _load(os.path.expanduser(name))
     if _looks_like_path(name):
-        raise PolicyError(f"tokenizer folder {name!r} does not exist; {_HINT}")
+        raise ProcessorLoadError(f"tokenizer folder {name!r} does not exist; {_HINT}")
     try:
         return _load(name, local_files_only=True)
-    except PolicyError as cached_error:
+    except ProcessorLoadError as cached_error:
         why = _hub_unreachable(name)
         if why is not None:
-            raise PolicyError(
+            raise ProcessorLoadError(
                 f"cannot load tokenizer {name!r}: it is not a local folder nor in the Hugging Face cache, "
                 f"and {why}; {_HINT}"
             ) from cached_error

@@ -1,7 +1,7 @@
 """Least-loaded dispatch over a pool's members, with an optional bound on episodes in flight each.
 
-Both pools (:class:`~vlm_envs.rollout.workers.EpisodeWorkers`,
-:class:`~vlm_envs.rollout.ray_workers.RayEpisodeWorkers`) count their episodes per member here. A
+Both pools (:class:`~vlm_envs.rollout.executors.workers.EpisodeWorkers`,
+:class:`~vlm_envs.rollout.executors.ray_workers.RayEpisodeWorkers`) count their episodes per member here. A
 caller :meth:`Slots.take` s the least loaded member's slot, waiting on its own event loop while
 every member is full, and gives it back from any thread; each slot given back wakes one waiter.
 """

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
-import types
 from pathlib import Path
 from typing import Any, Literal
 
+from vlm_envs.configured import build_configured_env
 from vlm_envs.files import write_atomic
 from vlm_envs.imaging import png_bytes
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
-from vlm_envs.registry import build_env
 
 #: The agent loop's name and import path (vlm_envs.rollout.verl.AGENT_NAME / LOOP_TARGET; this
 #: module must not import verl, so they are repeated here and a test checks they agree).
@@ -46,8 +45,7 @@ def verl_rows(
 ) -> list[dict[str, Any]]:
     """One row per seed ``seed .. seed + n - 1`` from the env's first observation; ``index`` counts
     from ``first_index``."""
-    args = types.SimpleNamespace(max_turns=max_turns)
-    env = build_env(env_name, args=args, **env_config)
+    env = build_configured_env(env_name, max_turns, env_config)
     rows = []
     try:
         system = env.system_prompt()

@@ -1,11 +1,11 @@
 """``vlm-envs make-dataset --ray``: rows built by seed ranges on Ray tasks across a cluster.
 
-:class:`RayShards` is a row runner for :func:`vlm_envs.eval.datasets.make_dataset`: it cuts the seeds
+:class:`RayShards` is a row runner for :func:`vlm_envs.datasets.build.make_dataset`: it cuts the seeds
 into contiguous ranges, builds each on a Ray task (one CPU, spread over the nodes; each task builds
 its own env) and hands each shard's rows on in seed order, as they are gathered, to the same writer
 the local build uses, so the files are byte-identical to it. It joins the cluster this process is
 connected to, else ``address``, else ``RAY_ADDRESS``, else starts a local one, in bounded time
-(:func:`vlm_envs.rollout.ray_cluster.join`: an address where nothing answers is one line at once).
+(:func:`vlm_envs.rollout.executors.ray_cluster.join`: an address where nothing answers is one line at once).
 Importing this module imports ray; only ``--ray`` does.
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 import ray
 from ray.exceptions import RayError, RayTaskError
 
-from vlm_envs.eval.datasets import Row, RowBuildError
-from vlm_envs.eval.runner import one_line
-from vlm_envs.rollout.ray_cluster import ClusterError, join
+from vlm_envs.configured import one_line
+from vlm_envs.datasets.build import Row, RowBuildError
+from vlm_envs.rollout.executors.ray_cluster import ClusterError, join
 
 __all__ = ["RayShards"]
 

@@ -1,9 +1,9 @@
 """Inside an episode worker process: build a codec and an engine, then play the episodes sent.
 
-The caller side is :class:`~vlm_envs.rollout.workers.EpisodeWorkers`. Messages both ways are
+The caller side is :class:`~vlm_envs.rollout.executors.workers.EpisodeWorkers`. Messages both ways are
 pickled ``(kind, job_id, payload)`` tuples: ``run``/``abort``/``free``/``stop`` to the worker,
 ``run`` carrying the job as a pickle of its own (read apart, so a job the worker cannot read fails
-alone); ``ready``/``fatal``/``alive``/``done``/``unread`` back (:mod:`vlm_envs.rollout.wire`
+alone); ``ready``/``fatal``/``alive``/``done``/``unread`` back (:mod:`vlm_envs.rollout.executors.wire`
 messages), ``done`` carrying the finished trajectory with its training tensors in shared memory,
 ``unread`` why a job could not be read here. Env steps run inline on the worker's loop: that is
 what the worker is for.
@@ -25,12 +25,12 @@ from typing import Any
 
 from vlm_envs.registry import build_env
 from vlm_envs.rollout.codec import ChatCodec
-from vlm_envs.rollout.engines import Engine
+from vlm_envs.rollout.engines.contract import Engine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.executors.wire import ARENA_BYTES, SEND_TIMEOUT_S, Packer, Sender, plain
 from vlm_envs.rollout.offload import INLINE
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.trajectory import Trajectory
-from vlm_envs.rollout.wire import ARENA_BYTES, SEND_TIMEOUT_S, Packer, Sender, plain
 
 #: How long a stopping worker gets to finish before it is killed (seconds).
 STOP_TIMEOUT_S = SEND_TIMEOUT_S
