@@ -13,7 +13,6 @@ from typing import NamedTuple
 MAX_ANSWER_CHARS = 2000
 _OPEN = re.compile(r"<\s*answer\s*>", re.IGNORECASE)
 _CLOSE = re.compile(r"<\s*/\s*answer\s*>", re.IGNORECASE)
-_UNSAFE = re.compile(r"[^A-Za-z0-9_+-]")
 #: What separates the tokens of an answer: commas, semicolons and whitespace.
 _SEPARATORS = re.compile(r"[,;\s]+")
 #: Quotes, full stops and brackets a model may wrap a token in (stripped from each token).
@@ -32,9 +31,10 @@ def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
     return last[0] if last else None
 
 
-def answer_block(text: str, max_chars: int = MAX_ANSWER_CHARS) -> AnswerBlock:
+def answer_block(text: str, max_chars: int = MAX_ANSWER_CHARS, allow_empty: bool = False) -> AnswerBlock:
     """The last ``<answer>...</answer>`` block's content (case-insensitive tags), at most
-    ``max_chars`` long, stripped of surrounding whitespace."""
+    ``max_chars`` long, stripped of surrounding whitespace; an empty one is an error unless
+    ``allow_empty`` (the env then says what the answer lacks)."""
     close = _last_match(_CLOSE, text)
     opened = _last_match(_OPEN, text[: close.start()]) if close else None
     if close is None or opened is None:
@@ -43,7 +43,7 @@ def answer_block(text: str, max_chars: int = MAX_ANSWER_CHARS) -> AnswerBlock:
     if len(content) > max_chars:
         return AnswerBlock("", f"the answer is {len(content)} characters long (at most {max_chars})")
     content = content.strip()
-    if not content:
+    if not content and not allow_empty:
         return AnswerBlock("", "the answer is empty")
     return AnswerBlock(content, None)
 
@@ -54,8 +54,8 @@ def answer_tokens(content: str) -> list[str]:
     return [t for t in (t.strip(TOKEN_WRAPPING) for t in _SEPARATORS.split(content)) if t]
 
 
-def shown(token: str, limit: int = 20) -> str:
-    """A piece of model text safe to echo: letters, digits, ``_+-`` only (no placeholders or
+def shown(token: str, limit: int = 20, symbols: str = "_+-") -> str:
+    """A piece of model text safe to echo: letters, digits and ``symbols`` only (no placeholders or
     template tokens; anything else becomes ``?``), at most ``limit`` characters."""
-    safe = _UNSAFE.sub("?", token)
+    safe = re.sub(f"[^A-Za-z0-9{re.escape(symbols)}]", "?", token)
     return safe if len(safe) <= limit else safe[:limit] + "..."

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar
 from pydantic import BaseModel
 
 from vlm_envs.envs.config import EpisodeSeeds, overridden
-from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo, trainer_env_config
 
 
 class EpisodeState(Protocol):
@@ -29,6 +29,7 @@ class EpisodeState(Protocol):
 
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
 EpisodeT = TypeVar("EpisodeT", bound=EpisodeState)
+EnvT = TypeVar("EnvT", bound="EpisodicEnv[Any, Any]")
 
 
 class EpisodicEnv(Env, Generic[ConfigT, EpisodeT]):
@@ -42,6 +43,13 @@ class EpisodicEnv(Env, Generic[ConfigT, EpisodeT]):
         self.config: ConfigT = self.base_config
         self._ep: EpisodeT | None = None
         self._seeds = EpisodeSeeds()
+
+    @classmethod
+    def from_trainer(cls: type[EnvT], sample: Any = None, args: Any = None, **config: Any) -> EnvT:
+        """An env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and the
+        trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``. An env package exposes
+        it as its ``build_env``."""
+        return cls(cls.config_class(**trainer_env_config(sample, args, config)))
 
     def _configure(self, options: Mapping[str, Any] | None) -> ConfigT:
         """The config of a new episode (the env's own with ``options`` applied), now ``self.config``."""

@@ -6,20 +6,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from vlm_envs.envs.clock.config import ClockConfig
 from vlm_envs.envs.clock.dial import clock_image
 from vlm_envs.envs.clock.env import ClockEnv
 from vlm_envs.envs.clock.times import parse_time, spoken
-from vlm_envs.protocol import trainer_env_config
 
 __all__ = ["ClockConfig", "ClockEnv", "build_env", "clock_image", "parse_time", "spoken"]
 
 description = ClockEnv.__doc__ or ""
 
-
-def build_env(sample: Any = None, args: Any = None, **config: Any) -> ClockEnv:
-    """A clock env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and the
-    trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    return ClockEnv(ClockConfig(**trainer_env_config(sample, args, config)))
+build_env = ClockEnv.from_trainer

@@ -19,7 +19,7 @@ from typing import Any
 
 from PIL import Image
 
-from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.board import BoardEnv, ending
 from vlm_envs.envs.fog_maze import rationale
 from vlm_envs.envs.fog_maze.actions import ACTION_NAMES, format_actions, parse_actions
 from vlm_envs.envs.fog_maze.config import FogMazeConfig
@@ -50,10 +50,11 @@ class _Episode:
         return self.cell == self.maze.goal
 
 
-class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
+class FogMazeEnv(BoardEnv[FogMazeConfig, _Episode]):
     """FogMaze: reach the goal of a maze seen only nearby (local cells or a first-person corridor view)."""
 
     config_class = FogMazeConfig
+    board_heading = "What you see now:"
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
@@ -133,13 +134,14 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
 
     # ----- helpers -----
 
-    def _view(self) -> list[str | Image.Image]:
+    def _observation(self, header: str) -> Observation:
+        """``header``, what the player sees (the cells seen are remembered) and the status line: the view
+        ahead in ``first_person``, else the board around the player as the config shows it."""
         ep, cfg = self._episode(), self.config
-        walls, goal = ep.maze.walls, ep.maze.goal
         if cfg.view == "first_person":
-            image, cells = first_person(walls, ep.cell, ep.heading, goal, *cfg.image_size)
+            image, cells = first_person(ep.maze.walls, ep.cell, ep.heading, ep.maze.goal, *cfg.image_size)
             ep.seen |= cells
-            return [image, "\n"]
+            return Observation.compose(header + "\n", image, "\n", self._status())
         k = cfg.view_size // 2
         ep.seen |= {
             (r, c)
@@ -147,66 +149,61 @@ class FogMazeEnv(EpisodicEnv[FogMazeConfig, _Episode]):
             for c in range(ep.cell[1] - k, ep.cell[1] + k + 1)
             if 0 <= r < ep.maze.rows and 0 <= c < ep.maze.cols
         }
-        pieces: list[str | Image.Image] = []
-        if cfg.shows_image:
-            pieces += [local_image(walls, ep.cell, goal, k, cfg.cell_size), "\n"]
-        if cfg.shows_text:
-            pieces.append(local_text(walls, ep.cell, goal, k) + "\n")
-        return pieces
+        return super()._observation(header)
 
-    def _observation(self, header: str) -> Observation:
+    def _board_image(self) -> Image.Image:
+        ep, cfg = self._episode(), self.config
+        return local_image(ep.maze.walls, ep.cell, ep.maze.goal, cfg.view_size // 2, cfg.cell_size)
+
+    def _board_text(self) -> str:
+        ep = self._episode()
+        return local_text(ep.maze.walls, ep.cell, ep.maze.goal, self.config.view_size // 2)
+
+    def _status(self) -> str:
         ep, cfg = self._episode(), self.config
         footer = f"Actions left: {cfg.move_budget - ep.moves}."
-        if cfg.view == "first_person":
-            footer = f"You face {_HEADINGS[ep.heading]}. " + footer
-        return Observation.compose(header + "\n", *self._view(), footer)
+        return f"You face {_HEADINGS[ep.heading]}. " + footer if cfg.view == "first_person" else footer
 
     def _instructions(self) -> str:
         cfg = self.config
         names = ACTION_NAMES[cfg.view]
-        lines = ["You are in a maze. Find the goal. You only see what is near you, so remember what you saw."]
-        if cfg.view == "first_person":
-            lines.append(
-                "The image is what you see ahead: walls, corridors and, when in sight, the goal as a "
-                "green block. Forward walks one cell ahead, TurnLeft and TurnRight turn you in place."
-            )
-        else:
+        rules = ["You are in a maze. Find the goal. You only see what is near you, so remember what you saw."]
+        image_legend: str | None = None
+        text_legend: str | None = None
+        if cfg.view == "local":
             n = cfg.view_size
-            lines.append(
+            rules.append(
                 f"You see the {n}x{n} cells around you, you in the middle. Up, Down, Left and Right "
                 "walk one cell; walls block you."
             )
-            if cfg.shows_image:
-                lines.append(
-                    "In the image: dark strips are walls, beige cells floor, blue is you, green the goal."
-                )
-            if cfg.shows_text:
-                lines.append(
-                    "In the text map: '#' wall, '.' floor, '@' you, 'G' goal, blank outside the maze."
-                )
-        lines.append(
-            f"Answer with 1 to {cfg.max_actions_per_turn} actions inside <answer></answer>, separated by "
-            f"commas, for example {format_actions((0, 1 if len(names) > 1 else 0), cfg.view)}. "
-            f"You have {cfg.move_budget} actions in total."
+            image_legend = (
+                "In the image: dark strips are walls, beige cells floor, blue is you, green the goal."
+            )
+            text_legend = "In the text map: '#' wall, '.' floor, '@' you, 'G' goal, blank outside the maze."
+        else:
+            rules.append(
+                "The image is what you see ahead: walls, corridors and, when in sight, the goal as a "
+                "green block. Forward walks one cell ahead, TurnLeft and TurnRight turn you in place."
+            )
+        return self._rules_header(
+            rules,
+            image_legend=image_legend,
+            text_legend=text_legend,
+            answer=(
+                f"Answer with 1 to {cfg.max_actions_per_turn} actions inside <answer></answer>, separated by "
+                f"commas, for example {format_actions((0, 1 if len(names) > 1 else 0), cfg.view)}. "
+                f"You have {cfg.move_budget} actions in total."
+            ),
         )
-        lines.append("What you see now:")
-        return "\n".join(lines)
 
     def _feedback(
         self, error: str | None, played: list[str], blocked: int, success: bool, truncated: bool
     ) -> str:
-        cfg = self.config
-        if error is not None:
-            text = (
-                f"Invalid answer: {error}. No action was played this turn. "
-                f"Answer with 1 to {cfg.max_actions_per_turn} actions."
-            )
-        else:
-            text = "You played: " + ", ".join(played) + "."
-            if blocked:
-                text += f" {blocked} of them walked into a wall."
-        if success:
-            text += " You reached the goal!"
-        elif truncated:
-            text += " The episode is over: no actions or turns are left."
-        return text + "\nWhat you see now:"
+        text = "You played: " + ", ".join(played) + "."
+        if blocked:
+            text += f" {blocked} of them walked into a wall."
+        refused = (
+            f"No action was played this turn. Answer with 1 to {self.config.max_actions_per_turn} actions."
+        )
+        end = ending(success, truncated, "You reached the goal!", "actions or turns")
+        return self._turn_header(error, refused, text, end)

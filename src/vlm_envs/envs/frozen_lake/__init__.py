@@ -7,12 +7,9 @@ VAGEN's and ROLL's visual baseline env; slippery ice as an option).
 
 from __future__ import annotations
 
-from typing import Any
-
 from vlm_envs.envs.frozen_lake.config import FrozenLakeConfig
 from vlm_envs.envs.frozen_lake.env import FrozenLakeEnv
 from vlm_envs.envs.frozen_lake.lake import Lake, generate_lake, gymnasium_lake, shortest_path
-from vlm_envs.protocol import trainer_env_config
 
 __all__ = [
     "FrozenLakeConfig",
@@ -26,8 +23,4 @@ __all__ = [
 
 description = FrozenLakeEnv.__doc__ or ""
 
-
-def build_env(sample: Any = None, args: Any = None, **config: Any) -> FrozenLakeEnv:
-    """A FrozenLake env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and
-    the trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    return FrozenLakeEnv(FrozenLakeConfig(**trainer_env_config(sample, args, config)))
+build_env = FrozenLakeEnv.from_trainer

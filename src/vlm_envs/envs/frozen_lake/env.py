@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.board import BoardEnv, ending
 from vlm_envs.envs.frozen_lake import rationale
 from vlm_envs.envs.frozen_lake.actions import ACTION_NAMES, format_actions, parse_actions
 from vlm_envs.envs.frozen_lake.config import FrozenLakeConfig
@@ -67,10 +67,11 @@ class _Episode:
         return self.draws[k]
 
 
-class FrozenLakeEnv(EpisodicEnv[FrozenLakeConfig, _Episode]):
+class FrozenLakeEnv(BoardEnv[FrozenLakeConfig, _Episode]):
     """FrozenLake: cross a frozen lake to the goal without falling into a hole (gymnasium's rules)."""
 
     config_class = FrozenLakeConfig
+    board_heading = "The lake now:"
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
@@ -169,58 +170,52 @@ class FrozenLakeEnv(EpisodicEnv[FrozenLakeConfig, _Episode]):
             return path, moves, None
         return path, moves, [(d - self._offset(ep.moves + k)) % 4 for k, d in enumerate(moves)]
 
-    def _observation(self, header: str) -> Observation:
-        ep, cfg = self._episode(), self.config
-        pieces: list[str | Image.Image] = [header + "\n"]
-        if ep.picture is not None:
-            pieces += [with_player(ep.picture, ep.cell, cfg.cell_size), "\n"]
-        if cfg.shows_text:
-            pieces.append(lake_text(ep.lake, ep.cell) + "\n")
-        pieces.append(f"Moves left: {cfg.max_moves - ep.moves}.")
-        return Observation.compose(*pieces)
+    def _board_image(self) -> Image.Image:
+        ep = self._episode()
+        assert ep.picture is not None  # drawn at reset wherever the config shows the image
+        return with_player(ep.picture, ep.cell, self.config.cell_size)
+
+    def _board_text(self) -> str:
+        ep = self._episode()
+        return lake_text(ep.lake, ep.cell)
+
+    def _status(self) -> str:
+        return f"Moves left: {self.config.max_moves - self._episode().moves}."
 
     def _instructions(self) -> str:
         cfg = self.config
-        lines = [
+        rules = [
             "You are on a frozen lake. Walk to the goal without stepping into a hole: a hole ends the game.",
             "Left, Down, Right and Up move one tile; at the edge of the lake you stay where you are.",
         ]
         if cfg.slippery:
-            lines.append(
+            rules.append(
                 "The ice is slippery: a move may slide to one side of the way you pressed "
                 f"(it goes your way {cfg.success_rate:.0%} of the time)."
             )
-        if cfg.shows_image:
-            lines.append(
+        return self._rules_header(
+            rules,
+            image_legend=(
                 "In the image: ice is light blue, holes are dark circles, the red flag is the goal, "
                 "you are orange."
-            )
-        if cfg.shows_text:
-            lines.append("In the text map: P you, _ ice, O hole, G goal, X you in a hole, √ you on the goal.")
-        lines.append(
-            f"Answer with 1 to {cfg.max_actions_per_turn} moves inside <answer></answer>, separated by "
-            f"commas, for example <answer>Right, Down</answer>. You have {cfg.max_moves} moves in total."
+            ),
+            text_legend="In the text map: P you, _ ice, O hole, G goal, X you in a hole, √ you on the goal.",
+            answer=(
+                f"Answer with 1 to {cfg.max_actions_per_turn} moves inside <answer></answer>, separated by "
+                f"commas, for example <answer>Right, Down</answer>. You have {cfg.max_moves} moves in total."
+            ),
         )
-        lines.append("The lake now:")
-        return "\n".join(lines)
 
     def _feedback(self, error: str | None, pressed: list[int], went: list[int], bumped: int) -> str:
-        ep, cfg = self._episode(), self.config
-        if error is not None:
-            text = (
-                f"Invalid answer: {error}. No move was made this turn. "
-                f"Answer with 1 to {cfg.max_actions_per_turn} moves."
-            )
+        ep = self._episode()
+        text = "You pressed: " + ", ".join(ACTION_NAMES[a] for a in pressed) + "."
+        if went != pressed:
+            text += " The ice slid: you moved " + ", ".join(ACTION_NAMES[d] for d in went) + "."
+        if bumped:
+            text += f" {bumped} of them hit the edge of the lake."
+        refused = f"No move was made this turn. Answer with 1 to {self.config.max_actions_per_turn} moves."
+        if ep.fell and not ep.success:
+            end: str | None = "You fell into a hole. The game is over."
         else:
-            text = "You pressed: " + ", ".join(ACTION_NAMES[a] for a in pressed) + "."
-            if went != pressed:
-                text += " The ice slid: you moved " + ", ".join(ACTION_NAMES[d] for d in went) + "."
-            if bumped:
-                text += f" {bumped} of them hit the edge of the lake."
-        if ep.success:
-            text += " You reached the goal!"
-        elif ep.fell:
-            text += " You fell into a hole. The game is over."
-        elif ep.done:
-            text += " The episode is over: no moves or turns are left."
-        return text + "\nThe lake now:"
+            end = ending(ep.success, ep.done, "You reached the goal!", "moves or turns")
+        return self._turn_header(error, refused, text, end)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.board import BoardEnv, ending
 from vlm_envs.envs.jigsaw import rationale
 from vlm_envs.envs.jigsaw.actions import format_swaps, parse_swaps
 from vlm_envs.envs.jigsaw.board import Board, in_place, optimal_swaps, oracle_swaps, shuffled, swap
@@ -40,10 +40,11 @@ class _Episode:
         return in_place(self.board) == len(self.board)
 
 
-class JigsawEnv(EpisodicEnv[JigsawConfig, _Episode]):
+class JigsawEnv(BoardEnv[JigsawConfig, _Episode]):
     """Jigsaw: swap the shuffled tiles of a picture back into place (drawn or the user's own images)."""
 
     config_class = JigsawConfig
+    board_heading = "The tiles now:"
 
     def __init__(self, config: JigsawConfig | None = None, **overrides: Any):
         super().__init__(config, **overrides)
@@ -119,50 +120,47 @@ class JigsawEnv(EpisodicEnv[JigsawConfig, _Episode]):
 
     # ----- helpers -----
 
-    def _observation(self, header: str) -> Observation:
+    def _board_image(self) -> Image.Image:
         ep, cfg = self._episode(), self.config
-        pieces: list[str | Image.Image] = [header + "\n"]
-        if cfg.shows_image:
-            pieces += [arrangement_image(ep.tiles, ep.board, cfg.n, cfg.numbers), "\n"]
-        if cfg.shows_text:
-            pieces.append(arrangement_text(ep.board, cfg.n) + "\n")
-        pieces.append(f"Turns left: {cfg.turn_limit - ep.turns}.")
-        return Observation.compose(*pieces)
+        return arrangement_image(ep.tiles, ep.board, cfg.n, cfg.numbers)
+
+    def _board_text(self) -> str:
+        return arrangement_text(self._episode().board, self.config.n)
+
+    def _status(self) -> str:
+        return f"Turns left: {self.config.turn_limit - self._episode().turns}."
 
     def _instructions(self) -> str:
         cfg = self.config
         tiles = cfg.n * cfg.n
-        lines = [
+        rules = [
             f"A picture was cut into {cfg.n}x{cfg.n} tiles and shuffled. "
             "Swap tiles until the picture is whole.",
             f"Positions are numbered 1 to {tiles}, left to right, top to bottom.",
         ]
-        if cfg.shows_image:
-            lines.append(
+        return self._rules_header(
+            rules,
+            image_legend=(
                 "The image shows the tiles where they are now"
                 + (", each position's number in its corner." if cfg.numbers else ".")
-            )
-        if cfg.shows_text:
-            lines.append(
+            ),
+            text_legend=(
                 "The grid gives, at each position, the number of the tile there; "
                 "tile k belongs at position k."
-            )
-        lines.append(
-            f"Answer with 1 to {cfg.max_swaps_per_turn} swaps of two positions inside <answer></answer>, "
-            f"for example <answer>swap(1,{tiles}) swap(2,3)</answer>. You have {cfg.turn_limit} turns."
+            ),
+            answer=(
+                f"Answer with 1 to {cfg.max_swaps_per_turn} swaps of two positions inside <answer></answer>, "
+                f"for example <answer>swap(1,{tiles}) swap(2,3)</answer>. You have {cfg.turn_limit} turns."
+            ),
         )
-        lines.append("The tiles now:")
-        return "\n".join(lines)
 
     def _feedback(
         self, error: str | None, swaps: tuple[tuple[int, int], ...], success: bool, truncated: bool
     ) -> str:
-        if error is not None:
-            text = f"Invalid answer: {error}. No swap was played this turn."
-        else:
-            text = "You swapped: " + " ".join(f"swap({a + 1},{b + 1})" for a, b in swaps) + "."
-        if success:
-            text += " The picture is whole!"
-        elif truncated:
-            text += " The episode is over: no turns are left."
-        return text + "\nThe tiles now:"
+        played = "You swapped: " + " ".join(f"swap({a + 1},{b + 1})" for a, b in swaps) + "."
+        return self._turn_header(
+            error,
+            "No swap was played this turn.",
+            played,
+            ending(success, truncated, "The picture is whole!"),
+        )

@@ -18,7 +18,7 @@ from typing import Any
 
 from PIL import Image
 
-from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.board import BoardEnv, ending
 from vlm_envs.envs.lights_out import rationale
 from vlm_envs.envs.lights_out.actions import cell_name, format_presses, parse_presses
 from vlm_envs.envs.lights_out.board import cells_of, fewest_presses, press, scramble
@@ -40,7 +40,7 @@ class _Episode:
         return self.lights == 0
 
 
-class LightsOutEnv(EpisodicEnv[LightsOutConfig, _Episode]):
+class LightsOutEnv(BoardEnv[LightsOutConfig, _Episode]):
     """Lights Out: press lights (each toggles itself and its neighbours) until the whole board is dark."""
 
     config_class = LightsOutConfig
@@ -113,42 +113,39 @@ class LightsOutEnv(EpisodicEnv[LightsOutConfig, _Episode]):
         solution = fewest_presses(self.config.n, ep.lights)
         return solution, cells_of(solution)[: self.config.max_presses_per_turn]
 
-    def _observation(self, header: str) -> Observation:
-        ep, cfg = self._episode(), self.config
-        pieces: list[str | Image.Image] = [header + "\n"]
-        if cfg.shows_image:
-            pieces += [board_image(cfg.n, ep.lights, cfg.cell_size), "\n"]
-        if cfg.shows_text:
-            pieces.append(board_text(cfg.n, ep.lights) + "\n")
-        pieces.append(f"Lights on: {ep.lights.bit_count()}. Turns left: {cfg.turn_limit - ep.turns}.")
-        return Observation.compose(*pieces)
+    def _board_image(self) -> Image.Image:
+        return board_image(self.config.n, self._episode().lights, self.config.cell_size)
+
+    def _board_text(self) -> str:
+        return board_text(self.config.n, self._episode().lights)
+
+    def _status(self) -> str:
+        ep = self._episode()
+        return f"Lights on: {ep.lights.bit_count()}. Turns left: {self.config.turn_limit - ep.turns}."
 
     def _instructions(self) -> str:
         cfg = self.config
         last = cell_name(cfg.n, cfg.n * cfg.n - 1)
-        lines = [
+        rules = [
             f"Lights Out on a {cfg.n}x{cfg.n} board. Pressing a light toggles it and its neighbours above, "
             "below, left and right (on becomes off, off becomes on). Turn every light off.",
             f"Lights are named by column letter and row number, A1 (top left) to {last} (bottom right).",
         ]
-        if cfg.shows_image:
-            lines.append("In the image: yellow lights are on, grey ones are off.")
-        if cfg.shows_text:
-            lines.append("In the text board: O is on, . is off.")
-        lines.append(
-            f"Answer with 1 to {cfg.max_presses_per_turn} lights to press inside <answer></answer>, for "
-            f"example <answer>A1, B2</answer>. You have {cfg.turn_limit} turns."
+        return self._rules_header(
+            rules,
+            image_legend="In the image: yellow lights are on, grey ones are off.",
+            text_legend="In the text board: O is on, . is off.",
+            answer=(
+                f"Answer with 1 to {cfg.max_presses_per_turn} lights to press inside <answer></answer>, for "
+                f"example <answer>A1, B2</answer>. You have {cfg.turn_limit} turns."
+            ),
         )
-        lines.append("The board now:")
-        return "\n".join(lines)
 
     def _feedback(self, error: str | None, cells: tuple[int, ...], success: bool, truncated: bool) -> str:
-        if error is not None:
-            text = f"Invalid answer: {error}. No light was pressed this turn."
-        else:
-            text = "You pressed: " + ", ".join(cell_name(self.config.n, c) for c in cells) + "."
-        if success:
-            text += " Every light is off!"
-        elif truncated:
-            text += " The episode is over: no turns are left."
-        return text + "\nThe board now:"
+        played = "You pressed: " + ", ".join(cell_name(self.config.n, c) for c in cells) + "."
+        return self._turn_header(
+            error,
+            "No light was pressed this turn.",
+            played,
+            ending(success, truncated, "Every light is off!"),
+        )

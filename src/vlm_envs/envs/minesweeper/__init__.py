@@ -6,20 +6,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from vlm_envs.envs.minesweeper.config import MinesweeperConfig
 from vlm_envs.envs.minesweeper.deduce import deduce
 from vlm_envs.envs.minesweeper.env import MinesweeperEnv
 from vlm_envs.envs.minesweeper.generator import generate
-from vlm_envs.protocol import trainer_env_config
 
 __all__ = ["MinesweeperConfig", "MinesweeperEnv", "build_env", "deduce", "generate"]
 
 description = MinesweeperEnv.__doc__ or ""
 
-
-def build_env(sample: Any = None, args: Any = None, **config: Any) -> MinesweeperEnv:
-    """A Minesweeper env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and
-    the trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    return MinesweeperEnv(MinesweeperConfig(**trainer_env_config(sample, args, config)))
+build_env = MinesweeperEnv.from_trainer

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.board import BoardEnv, ending
 from vlm_envs.envs.minesweeper import rationale
 from vlm_envs.envs.minesweeper.actions import format_cells, parse_cells
 from vlm_envs.envs.minesweeper.board import Cell, Field, flood, name, neighbours
@@ -51,10 +51,11 @@ class _Episode:
         return self.field.rows * self.field.cols - len(self.revealed)
 
 
-class MinesweeperEnv(EpisodicEnv[MinesweeperConfig, _Episode]):
+class MinesweeperEnv(BoardEnv[MinesweeperConfig, _Episode]):
     """Minesweeper: clear a field revealed turn by turn, every field solvable without guessing."""
 
     config_class = MinesweeperConfig
+    board_heading = "The field now:"
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
@@ -170,23 +171,23 @@ class MinesweeperEnv(EpisodicEnv[MinesweeperConfig, _Episode]):
         edge = [c for c in hidden_safe if any(n in ep.revealed for n in nbrs[c])]
         return [(edge or hidden_safe)[0]], {}, proof.mines
 
-    def _observation(self, header: str) -> Observation:
-        ep, cfg = self._episode(), self.config
-        pieces: list[str | Image.Image] = [header + "\n"]
-        if cfg.shows_image:
-            pieces += [field_image(ep.field, ep.revealed, ep.hit, cfg.cell_size), "\n"]
-        if cfg.shows_text:
-            pieces.append(field_text(ep.field, ep.revealed, ep.hit) + "\n")
-        pieces.append(
-            f"Hidden cells: {ep.hidden}. Mines: {len(ep.field.mines)}. "
-            f"Turns left: {cfg.turn_limit - ep.turns}."
-        )
-        return Observation.compose(*pieces)
+    def _board_image(self) -> Image.Image:
+        ep = self._episode()
+        return field_image(ep.field, ep.revealed, ep.hit, self.config.cell_size)
+
+    def _board_text(self) -> str:
+        ep = self._episode()
+        return field_text(ep.field, ep.revealed, ep.hit)
+
+    def _status(self) -> str:
+        ep = self._episode()
+        left = self.config.turn_limit - ep.turns
+        return f"Hidden cells: {ep.hidden}. Mines: {len(ep.field.mines)}. Turns left: {left}."
 
     def _instructions(self) -> str:
         cfg = self.config
         rows, cols = cfg.size
-        lines = [
+        rules = [
             f"This is Minesweeper on a {rows}x{cols} field with {cfg.mines} hidden mines. Reveal every cell "
             "that has no mine; revealing a mine loses the game.",
             "A revealed cell's number counts the mines among its up to eight neighbours (diagonals too); "
@@ -195,33 +196,25 @@ class MinesweeperEnv(EpisodicEnv[MinesweeperConfig, _Episode]):
             f"Cells are named by column letter (A-{name(cols - 1, cols)[0]}) and row number (1-{rows}), "
             "for example C4.",
         ]
-        if cfg.shows_image:
-            lines.append("In the image raised grey squares are hidden; flat squares are revealed.")
-        if cfg.shows_text:
-            lines.append("In the grid '#' is hidden, '.' a revealed cell with no mine next to it.")
-        lines.append(
-            f"Answer with 1 to {cfg.max_actions_per_turn} cells to reveal inside <answer></answer>, for "
-            f"example <answer>C4, D5</answer>. You have {cfg.turn_limit} turns."
+        return self._rules_header(
+            rules,
+            image_legend="In the image raised grey squares are hidden; flat squares are revealed.",
+            text_legend="In the grid '#' is hidden, '.' a revealed cell with no mine next to it.",
+            answer=(
+                f"Answer with 1 to {cfg.max_actions_per_turn} cells to reveal inside <answer></answer>, for "
+                f"example <answer>C4, D5</answer>. You have {cfg.turn_limit} turns."
+            ),
         )
-        lines.append("The field now:")
-        return "\n".join(lines)
 
     def _feedback(
         self, error: str | None, played: list[Cell], repeated: int, success: bool, truncated: bool
     ) -> str:
         ep = self._episode()
-        if error is not None:
-            text = f"Invalid answer: {error}. No cell was revealed this turn."
-        else:
-            text = (
-                "You revealed: " + (", ".join(name(c, ep.field.cols) for c in played) or "nothing new") + "."
-            )
-            if repeated:
-                text += f" {repeated} of your cells were already revealed."
+        text = "You revealed: " + (", ".join(name(c, ep.field.cols) for c in played) or "nothing new") + "."
+        if repeated:
+            text += f" {repeated} of your cells were already revealed."
         if ep.hit is not None:
-            text += f" {name(ep.hit, ep.field.cols)} was a mine: you lost."
-        elif success:
-            text += " Cleared: every safe cell is revealed!"
-        elif truncated:
-            text += " The episode is over: no turns are left."
-        return text + "\nThe field now:"
+            end: str | None = f"{name(ep.hit, ep.field.cols)} was a mine: you lost."
+        else:
+            end = ending(success, truncated, "Cleared: every safe cell is revealed!")
+        return self._turn_header(error, "No cell was revealed this turn.", text, end)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.board import BoardEnv, ending
 from vlm_envs.envs.rush_hour import rationale
 from vlm_envs.envs.rush_hour.actions import Move, format_moves, parse_moves
 from vlm_envs.envs.rush_hour.board import NAMES, Layout, Position, apply_move, move_between
@@ -43,7 +43,7 @@ class _Episode:
         return self.layout.solved(self.position)
 
 
-class RushHourEnv(EpisodicEnv[RushHourConfig, _Episode]):
+class RushHourEnv(BoardEnv[RushHourConfig, _Episode]):
     """RushHour: slide cars and trucks until the red car can drive out; solvable levels, shortest known."""
 
     config_class = RushHourConfig
@@ -152,53 +152,49 @@ class RushHourEnv(EpisodicEnv[RushHourConfig, _Episode]):
             state = nearer
         return moves
 
-    def _observation(self, header: str) -> Observation:
-        ep, cfg = self._episode(), self.config
-        pieces: list[str | Image.Image] = [header + "\n"]
-        if cfg.shows_image:
-            pieces += [board_image(ep.layout, ep.position, cfg.cell_size), "\n"]
-        if cfg.shows_text:
-            pieces.append(board_text(ep.layout, ep.position) + "\n")
-        pieces.append(f"Moves made: {ep.moves}. Turns left: {cfg.max_turns - ep.turns}.")
-        return Observation.compose(*pieces)
+    def _board_image(self) -> Image.Image:
+        ep = self._episode()
+        return board_image(ep.layout, ep.position, self.config.cell_size)
+
+    def _board_text(self) -> str:
+        ep = self._episode()
+        return board_text(ep.layout, ep.position)
+
+    def _status(self) -> str:
+        ep = self._episode()
+        return f"Moves made: {ep.moves}. Turns left: {self.config.max_turns - ep.turns}."
 
     def _instructions(self) -> str:
         cfg = self.config
-        lines = [
+        rules = [
             f"This is Rush Hour on a {cfg.size}x{cfg.size} board. Slide the vehicles so that the red car X "
             "can drive out of the exit at the right end of its row.",
             "Cars are 2 cells long and trucks 3. A vehicle slides only along its length (a horizontal one "
             "left or right, a vertical one up or down), through empty cells; vehicles never turn or jump. "
             "A move slides one vehicle any number of cells.",
         ]
-        if cfg.shows_image:
-            lines.append(
+        return self._rules_header(
+            rules,
+            image_legend=(
                 "In the image each vehicle carries its letter; X is red, and the exit is the gap in "
                 "the right wall."
-            )
-        if cfg.shows_text:
-            lines.append(
+            ),
+            text_legend=(
                 "In the grid each cell holds its vehicle's letter, '.' is empty, and '>' marks the exit row."
-            )
-        lines.append(
-            f"Answer with 1 to {cfg.max_actions_per_turn} moves inside <answer></answer>, each a letter, a "
-            f"direction and a number of cells, for example <answer>B down 2, X right 3</answer>. You have "
-            f"{cfg.max_turns} turns."
+            ),
+            answer=(
+                f"Answer with 1 to {cfg.max_actions_per_turn} moves inside <answer></answer>, each a letter, "
+                "a direction and a number of cells, for example <answer>B down 2, X right 3</answer>. You "
+                f"have {cfg.max_turns} turns."
+            ),
         )
-        lines.append("The board now:")
-        return "\n".join(lines)
 
     def _feedback(
         self, error: str | None, played: list[Move], skipped: int, success: bool, truncated: bool
     ) -> str:
-        if error is not None:
-            text = f"Invalid answer: {error}. No move was played this turn."
-        else:
-            text = "You moved: " + (", ".join(f"{NAMES[v]} {d} {k}" for v, d, k in played) or "nothing") + "."
-            if skipped:
-                text += f" {skipped} of your moves were not possible and were skipped."
-        if success:
-            text += " Solved: X drives out!"
-        elif truncated:
-            text += " The episode is over: no turns are left."
-        return text + "\nThe board now:"
+        text = "You moved: " + (", ".join(f"{NAMES[v]} {d} {k}" for v, d, k in played) or "nothing") + "."
+        if skipped:
+            text += f" {skipped} of your moves were not possible and were skipped."
+        return self._turn_header(
+            error, "No move was played this turn.", text, ending(success, truncated, "Solved: X drives out!")
+        )

@@ -6,19 +6,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from vlm_envs.envs.sliding_puzzle.config import SlidingPuzzleConfig
 from vlm_envs.envs.sliding_puzzle.env import SlidingPuzzleEnv
 from vlm_envs.envs.sliding_puzzle.solver import solve
-from vlm_envs.protocol import trainer_env_config
 
 __all__ = ["SlidingPuzzleConfig", "SlidingPuzzleEnv", "build_env", "solve"]
 
 description = SlidingPuzzleEnv.__doc__ or ""
 
-
-def build_env(sample: Any = None, args: Any = None, **config: Any) -> SlidingPuzzleEnv:
-    """A SlidingPuzzle env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins)
-    and the trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    return SlidingPuzzleEnv(SlidingPuzzleConfig(**trainer_env_config(sample, args, config)))
+build_env = SlidingPuzzleEnv.from_trainer

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.board import BoardEnv, ending
 from vlm_envs.envs.sliding_puzzle import rationale
 from vlm_envs.envs.sliding_puzzle.actions import format_moves, parse_moves
 from vlm_envs.envs.sliding_puzzle.board import (
@@ -55,7 +55,7 @@ class _Episode:
         return self.board == solved(self.n)
 
 
-class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
+class SlidingPuzzleEnv(BoardEnv[SlidingPuzzleConfig, _Episode]):
     """SlidingPuzzle: slide numbered tiles into order (3x3 or 4x4), every start solvable."""
 
     config_class = SlidingPuzzleConfig
@@ -163,21 +163,23 @@ class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
         if known is not None and tuple(played) == known[0][: len(played)]:
             ep.plans.setdefault(ep.board, (known[0][len(played) :], known[1]))
 
-    def _observation(self, header: str) -> Observation:
-        ep, cfg = self._episode(), self.config
-        pieces: list[str | Image.Image] = [header + "\n"]
-        if cfg.shows_image:
-            pieces += [board_image(ep.board, ep.n, cfg.cell_size), "\n"]
-        if cfg.shows_text:
-            pieces.append(board_text(ep.board, ep.n) + "\n")
-        left = cfg.turn_limit - ep.turns
-        pieces.append(f"Tiles in place: {in_place(ep.board)}/{ep.n * ep.n - 1}. Turns left: {left}.")
-        return Observation.compose(*pieces)
+    def _board_image(self) -> Image.Image:
+        ep = self._episode()
+        return board_image(ep.board, ep.n, self.config.cell_size)
+
+    def _board_text(self) -> str:
+        ep = self._episode()
+        return board_text(ep.board, ep.n)
+
+    def _status(self) -> str:
+        ep = self._episode()
+        left = self.config.turn_limit - ep.turns
+        return f"Tiles in place: {in_place(ep.board)}/{ep.n * ep.n - 1}. Turns left: {left}."
 
     def _instructions(self) -> str:
         cfg = self.config
         last = cfg.n * cfg.n - 1
-        lines = [
+        rules = [
             f"This is a sliding tile puzzle: {last} numbered tiles and one empty gap on a "
             f"{cfg.n}x{cfg.n} board. Put the tiles in order, 1 to {last} row by row from the top "
             "left, with the gap at the bottom right.",
@@ -185,28 +187,25 @@ class SlidingPuzzleEnv(EpisodicEnv[SlidingPuzzleConfig, _Episode]):
             "Down the tile above it down, Left the tile to its right left, Right the tile to its "
             "left right.",
         ]
-        if cfg.shows_image:
-            lines.append("In the image the gap is the dark square; a tile already in its place is green.")
-        if cfg.shows_text:
-            lines.append("In the grid, rows top to bottom, '_' is the gap.")
-        lines.append(
-            f"Answer with 1 to {cfg.max_actions_per_turn} moves inside <answer></answer>, separated "
-            f"by commas, for example <answer>Up, Left</answer>. You have {cfg.turn_limit} turns."
+        return self._rules_header(
+            rules,
+            image_legend="In the image the gap is the dark square; a tile already in its place is green.",
+            text_legend="In the grid, rows top to bottom, '_' is the gap.",
+            answer=(
+                f"Answer with 1 to {cfg.max_actions_per_turn} moves inside <answer></answer>, separated "
+                f"by commas, for example <answer>Up, Left</answer>. You have {cfg.turn_limit} turns."
+            ),
         )
-        lines.append("The board now:")
-        return "\n".join(lines)
 
     def _feedback(
         self, error: str | None, played: list[int], blocked: int, success: bool, truncated: bool
     ) -> str:
-        if error is not None:
-            text = f"Invalid answer: {error}. No move was played this turn."
-        else:
-            text = "You slid: " + (", ".join(MOVE_NAMES[m] for m in played) or "nothing") + "."
-            if blocked:
-                text += f" {blocked} of your moves had no tile to slide and were skipped."
-        if success:
-            text += " Solved: every tile is in order!"
-        elif truncated:
-            text += " The episode is over: no turns are left."
-        return text + "\nThe board now:"
+        text = "You slid: " + (", ".join(MOVE_NAMES[m] for m in played) or "nothing") + "."
+        if blocked:
+            text += f" {blocked} of your moves had no tile to slide and were skipped."
+        return self._turn_header(
+            error,
+            "No move was played this turn.",
+            text,
+            ending(success, truncated, "Solved: every tile is in order!"),
+        )

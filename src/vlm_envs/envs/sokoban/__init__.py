@@ -7,15 +7,12 @@ See :mod:`vlm_envs.envs.sokoban.env` for the observation, action and reward rule
 
 from __future__ import annotations
 
-from typing import Any
-
 from vlm_envs.envs.sokoban.board import Layout, LevelError, State, parse_level, to_ascii
 from vlm_envs.envs.sokoban.config import SokobanConfig
 from vlm_envs.envs.sokoban.env import SokobanEnv
 from vlm_envs.envs.sokoban.generator import Difficulty, GeneratedLevel, generate_level
 from vlm_envs.envs.sokoban.render import frame_data_uri, frame_png
 from vlm_envs.envs.sokoban.solver import solve, solve_state
-from vlm_envs.protocol import trainer_env_config
 
 __all__ = [
     "Difficulty",
@@ -37,8 +34,4 @@ __all__ = [
 
 description = SokobanEnv.__doc__ or ""
 
-
-def build_env(sample: Any = None, args: Any = None, **config: Any) -> SokobanEnv:
-    """A Sokoban env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and
-    the trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    return SokobanEnv(SokobanConfig(**trainer_env_config(sample, args, config)))
+build_env = SokobanEnv.from_trainer

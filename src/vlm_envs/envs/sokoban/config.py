@@ -16,8 +16,9 @@ from vlm_envs.envs.config import (
     MAX_EPISODE_ACTIONS,
     MAX_IMAGE_SIDE,
     ActionsPerTurn,
-    EnvConfig,
     EpisodeActions,
+    RenderedConfig,
+    RenderMode,
     RewardTerm,
     TurnCap,
     turn_cap,
@@ -27,12 +28,11 @@ from vlm_envs.envs.sokoban.generator import MAX_BOXES, Difficulty
 from vlm_envs.envs.sokoban.render import DEFAULT_CELL_SIZE
 from vlm_envs.protocol import SEED_LIMIT
 
-RenderMode = Literal["vision", "text", "vision+text"]
 #: The most nodes the solver may expand for one level: a node costs a walk over the board.
 MAX_SOLVER_NODES = 1_000_000
 
 
-class SokobanConfig(EnvConfig):
+class SokobanConfig(RenderedConfig):
     """Everything that defines a Sokoban episode besides the seed."""
 
     #: ``difficulty``: the board, its boxes and the least optimal length (medium: the defaults).
@@ -117,9 +117,6 @@ class SokobanConfig(EnvConfig):
         return turn_cap(self.max_turns, self.max_steps, 0)
 
     @property
-    def shows_image(self) -> bool:
-        return self.render_mode != "text"
-
-    @property
-    def shows_grid(self) -> bool:
+    def shows_text(self) -> bool:
+        """Whether observations carry the board as text (in ``vision`` mode with ``text_grid_in_vision``)."""
         return self.render_mode != "vision" or self.text_grid_in_vision

@@ -24,7 +24,7 @@ from typing import Any
 
 from PIL import Image
 
-from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.board import BoardEnv, ending
 from vlm_envs.envs.sokoban import rationale
 from vlm_envs.envs.sokoban.actions import format_answer, parse_answer
 from vlm_envs.envs.sokoban.board import (
@@ -83,7 +83,7 @@ class _Episode:
         return is_solved(self.layout, self.state)
 
 
-class SokobanEnv(EpisodicEnv[SokobanConfig, _Episode]):
+class SokobanEnv(BoardEnv[SokobanConfig, _Episode]):
     """Sokoban: push every box onto a target; solvable levels of chosen difficulty, image and/or text."""
 
     config_class = SokobanConfig
@@ -293,55 +293,49 @@ class SokobanEnv(EpisodicEnv[SokobanConfig, _Episode]):
         reward = (on_target - phi_before) / n + (cfg.success_bonus if success else 0.0)
         return reward - (cfg.invalid_format_penalty if malformed else 0.0)
 
+    def _board_image(self) -> Image.Image:
+        ep = self._episode()
+        return ep.renderer.frame(ep.state)
+
+    def _board_text(self) -> str:
+        return self.ascii()
+
+    def _status(self) -> str:
+        ep = self._episode()
+        on_target, left = boxes_on_target(ep.layout, ep.state), self.config.max_steps - ep.moves_used
+        return f"Boxes on targets: {on_target}/{len(ep.state.boxes)}. Moves left: {left}."
+
     def _instructions(self) -> str:
         cfg = self.config
-        lines = [
+        rules = [
             "You are playing Sokoban. Push every box onto a target.",
             "Each move walks you one cell Up, Down, Left or Right. Walking into a box pushes it one "
             "cell if the cell behind it is free. You cannot pull boxes, push two boxes at once, or "
             "walk through walls.",
         ]
-        if cfg.shows_image:
-            lines.append(_VISUAL_LEGEND)
-        if cfg.shows_grid:
-            lines.append("Grid legend: " + ", ".join(f"'{s}' {name}" for s, name in LEGEND.items()) + ".")
-        lines.append(
-            f"Answer with 1 to {cfg.max_actions_per_step} moves inside <answer></answer>, separated by "
-            f"commas, for example <answer>Up, Left</answer>. You have {cfg.max_steps} moves in total."
+        return self._rules_header(
+            rules,
+            image_legend=_VISUAL_LEGEND,
+            text_legend="Grid legend: " + ", ".join(f"'{s}' {name}" for s, name in LEGEND.items()) + ".",
+            answer=(
+                f"Answer with 1 to {cfg.max_actions_per_step} moves inside <answer></answer>, separated by "
+                f"commas, for example <answer>Up, Left</answer>. You have {cfg.max_steps} moves in total."
+            ),
         )
-        lines.append("The board now:")
-        return "\n".join(lines)
 
     def _feedback(
         self, error: str | None, played: list[str], blocked: int, success: bool, truncated: bool
     ) -> str:
-        cfg = self.config
-        if error is not None:
-            text = (
-                f"Invalid answer: {error}. No move was played this turn. Answer with 1 to "
-                f"{cfg.max_actions_per_step} moves, for example <answer>Up, Left</answer>."
-            )
-        else:
-            text = "You played: " + ", ".join(MOVE_NAMES[MOVES.index(m)] for m in played) + "."
-            if blocked:
-                text += f" {blocked} of them hit a wall or a box that could not move."
-        if success:
-            text += " Solved: every box is on a target!"
-        elif truncated:
-            text += " The episode is over: no moves or turns are left."
-        return text + "\nThe board now:"
-
-    def _observation(self, header: str) -> Observation:
-        ep = self._episode()
-        cfg = self.config
-        pieces: list[str | Image.Image] = [header + "\n"]
-        if cfg.shows_image:
-            pieces += [ep.renderer.frame(ep.state), "\n"]
-        if cfg.shows_grid:
-            pieces.append(to_ascii(ep.layout, ep.state) + "\n")
-        left = cfg.max_steps - ep.moves_used
-        pieces.append(
-            f"Boxes on targets: {boxes_on_target(ep.layout, ep.state)}/{len(ep.state.boxes)}. "
-            f"Moves left: {left}."
+        text = "You played: " + ", ".join(MOVE_NAMES[MOVES.index(m)] for m in played) + "."
+        if blocked:
+            text += f" {blocked} of them hit a wall or a box that could not move."
+        refused = (
+            f"No move was played this turn. Answer with 1 to {self.config.max_actions_per_step} moves, for "
+            "example <answer>Up, Left</answer>."
         )
-        return Observation.compose(*pieces)
+        return self._turn_header(
+            error,
+            refused,
+            text,
+            ending(success, truncated, "Solved: every box is on a target!", "moves or turns"),
+        )

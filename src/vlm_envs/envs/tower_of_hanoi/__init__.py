@@ -6,12 +6,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from vlm_envs.envs.tower_of_hanoi.config import TowerOfHanoiConfig
 from vlm_envs.envs.tower_of_hanoi.env import TowerOfHanoiEnv
 from vlm_envs.envs.tower_of_hanoi.pegs import draw_start, move_error, moved, shortest_moves
-from vlm_envs.protocol import trainer_env_config
 
 __all__ = [
     "TowerOfHanoiConfig",
@@ -25,8 +22,4 @@ __all__ = [
 
 description = TowerOfHanoiEnv.__doc__ or ""
 
-
-def build_env(sample: Any = None, args: Any = None, **config: Any) -> TowerOfHanoiEnv:
-    """A Tower of Hanoi env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins)
-    and the trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    return TowerOfHanoiEnv(TowerOfHanoiConfig(**trainer_env_config(sample, args, config)))
+build_env = TowerOfHanoiEnv.from_trainer

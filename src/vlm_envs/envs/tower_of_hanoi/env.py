@@ -19,7 +19,7 @@ from typing import Any
 
 from PIL import Image
 
-from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.board import BoardEnv, ending
 from vlm_envs.envs.tower_of_hanoi import rationale
 from vlm_envs.envs.tower_of_hanoi.actions import format_moves, parse_moves
 from vlm_envs.envs.tower_of_hanoi.config import TowerOfHanoiConfig
@@ -53,10 +53,11 @@ class _Episode:
         return all(p == self.goal for p in self.pegs)
 
 
-class TowerOfHanoiEnv(EpisodicEnv[TowerOfHanoiConfig, _Episode]):
+class TowerOfHanoiEnv(BoardEnv[TowerOfHanoiConfig, _Episode]):
     """Tower of Hanoi: move every disk onto the goal peg, never a larger disk onto a smaller one."""
 
     config_class = TowerOfHanoiConfig
+    board_heading = "The pegs now:"
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
@@ -138,44 +139,43 @@ class TowerOfHanoiEnv(EpisodicEnv[TowerOfHanoiConfig, _Episode]):
         solution = shortest_moves(ep.pegs, ep.goal)
         return solution, solution[: self.config.max_moves_per_turn]
 
-    def _observation(self, header: str) -> Observation:
-        ep, cfg = self._episode(), self.config
-        pieces: list[str | Image.Image] = [header + "\n"]
-        if cfg.shows_image:
-            pieces += [pegs_image(ep.pegs, ep.goal, cfg.image_width), "\n"]
-        if cfg.shows_text:
-            pieces.append(pegs_text(ep.pegs, ep.goal) + "\n")
-        pieces.append(f"Turns left: {cfg.turn_limit - ep.turns}.")
-        return Observation.compose(*pieces)
+    def _board_image(self) -> Image.Image:
+        ep = self._episode()
+        return pegs_image(ep.pegs, ep.goal, self.config.image_width)
+
+    def _board_text(self) -> str:
+        ep = self._episode()
+        return pegs_text(ep.pegs, ep.goal)
+
+    def _status(self) -> str:
+        return f"Turns left: {self.config.turn_limit - self._episode().turns}."
 
     def _instructions(self) -> str:
         cfg = self.config
         ep = self._episode()
-        lines = [
+        rules = [
             f"Tower of Hanoi with {cfg.disks} disks on three pegs A, B and C. Move every disk onto peg "
             f"{PEG_NAMES[ep.goal]}.",
             "Move one disk at a time: the top disk of a peg, onto an empty peg or a larger disk. Disks are "
             f"numbered by size, 1 the smallest, {cfg.disks} the largest.",
         ]
-        if cfg.shows_text:
-            lines.append("The text lists each peg's disks from the bottom to the top.")
-        lines.append(
-            f"Answer with 1 to {cfg.max_moves_per_turn} moves inside <answer></answer>, for example "
-            f"<answer>A->C, A->B</answer>. You have {cfg.turn_limit} turns."
+        return self._rules_header(
+            rules,
+            text_legend="The text lists each peg's disks from the bottom to the top.",
+            answer=(
+                f"Answer with 1 to {cfg.max_moves_per_turn} moves inside <answer></answer>, for example "
+                f"<answer>A->C, A->B</answer>. You have {cfg.turn_limit} turns."
+            ),
         )
-        lines.append("The pegs now:")
-        return "\n".join(lines)
 
     def _feedback(self, error: str | None, made: list[Move], illegal: str | None) -> str:
         ep = self._episode()
-        if error is not None:
-            text = f"Invalid answer: {error}. No disk was moved this turn."
-        else:
-            text = "You moved: " + (", ".join(format_move(m) for m in made) if made else "nothing") + "."
-            if illegal is not None:
-                text += f" {illegal}; the moves after it were not made."
-        if ep.success:
-            text += " Every disk is on the goal peg!"
-        elif ep.done:
-            text += " The episode is over: no turns are left."
-        return text + "\nThe pegs now:"
+        text = "You moved: " + (", ".join(format_move(m) for m in made) if made else "nothing") + "."
+        if illegal is not None:
+            text += f" {illegal}; the moves after it were not made."
+        return self._turn_header(
+            error,
+            "No disk was moved this turn.",
+            text,
+            ending(ep.success, ep.done, "Every disk is on the goal peg!"),
+        )

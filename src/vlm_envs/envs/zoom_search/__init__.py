@@ -6,18 +6,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from vlm_envs.envs.zoom_search.config import ZoomSearchConfig
 from vlm_envs.envs.zoom_search.env import ZoomSearchEnv
-from vlm_envs.protocol import trainer_env_config
 
 __all__ = ["ZoomSearchConfig", "ZoomSearchEnv", "build_env"]
 
 description = ZoomSearchEnv.description
 
-
-def build_env(sample: Any = None, args: Any = None, **config: Any) -> ZoomSearchEnv:
-    """A ZoomSearch env from per-sample ``metadata["env_config"]``, explicit ``config`` (which wins) and the
-    trainer's ``args.max_turns``; unknown config keys raise a ``ValueError``."""
-    return ZoomSearchEnv(ZoomSearchConfig(**trainer_env_config(sample, args, config)))
+build_env = ZoomSearchEnv.from_trainer
