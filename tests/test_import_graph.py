@@ -141,6 +141,7 @@ BASE = frozenset(
         "metrics",
         "rewards",
         "episode_carrier",
+        "errors",
     }
 )
 _ROLLOUT_BELOW_ADAPTERS = {"rollout.core", "rollout.engines", "rollout.episode", "rollout.executors"}

@@ -19,15 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from vlm_envs.errors import one_line
 from vlm_envs.protocol import Env
 from vlm_envs.registry import EnvLoadError, UnknownEnvError, build_env, get_spec
-
-
-def one_line(err: BaseException, limit: int = 300) -> str:
-    """An exception's message on one line (pydantic's multi-line errors included)."""
-    lines = [line.strip() for line in str(err).splitlines()]
-    text = " ".join(line for line in lines if line and not line.startswith("For further information"))
-    return (text or type(err).__name__)[:limit]
 
 
 def _config_model(env_name: str, title: str) -> type[BaseModel] | None:

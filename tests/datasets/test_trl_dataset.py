@@ -6,8 +6,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import datasets
 import pytest
+
+import datasets
 
 pytest.importorskip("trl")
 

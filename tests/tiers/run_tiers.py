@@ -117,7 +117,7 @@ TIERS = (
             "tests/rollout/test_trl_vllm.py",
             "tests/rollout/test_trl_vllm_deadlines.py",
             "tests/rollout/test_reward_faults_trl.py",
-            "tests/eval/test_trl_dataset.py",
+            "tests/datasets/test_trl_dataset.py",
             "tests/sft/test_build.py",
             "tests/sft/test_exactness.py",
             "tests/sft/test_folder.py",

@@ -56,7 +56,6 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write slime- or verl-ready parquet rows, the matching YAML, and how to launch a run."""
-    from vlm_envs.configured import one_line
     from vlm_envs.datasets.build import (
         OutputExistsError,
         RowBuildError,
@@ -64,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
         make_dataset,
         run_here,
     )
+    from vlm_envs.errors import one_line
     from vlm_envs.files import OutputError
 
     out = Path(args.out)

@@ -55,7 +55,7 @@ def add(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Write SFT demonstrations (oracle play or an eval run's episodes) and say how to train on them."""
-    from vlm_envs.configured import one_line
+    from vlm_envs.errors import one_line
 
     try:
         from vlm_envs.sft import FormatError, OracleSource, RunSource, SftError, make_sft

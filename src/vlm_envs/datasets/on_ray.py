@@ -19,8 +19,8 @@ from typing import Any
 import ray
 from ray.exceptions import RayError, RayTaskError
 
-from vlm_envs.configured import one_line
 from vlm_envs.datasets.build import Row, RowBuildError
+from vlm_envs.errors import one_line
 from vlm_envs.rollout.executors.ray_cluster import ClusterError, join
 
 __all__ = ["RayShards"]

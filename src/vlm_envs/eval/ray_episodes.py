@@ -19,6 +19,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
+from vlm_envs.errors import one_line
 from vlm_envs.eval.config import EvalConfig
 from vlm_envs.eval.episodes import FinishedEpisode, failed_result, finish, play_episode
 from vlm_envs.eval.policies import PolicyError
@@ -87,9 +88,9 @@ class RayEpisodes:
             ) from None
         except RayTaskError as err:
             cause = err.cause if isinstance(err.cause, PolicyError) else err
-            raise PolicyError(f"on a Ray actor: {_one_line(cause)}") from None
+            raise PolicyError(f"on a Ray actor: {one_line(cause, 500)}") from None
         except RayActorError as err:
-            raise PolicyError(f"a Ray actor could not start: {_one_line(err)}") from None
+            raise PolicyError(f"a Ray actor could not start: {one_line(err, 500)}") from None
 
     async def play(self, index: int) -> FinishedEpisode:
         slot = await self._slots.take()
@@ -98,9 +99,9 @@ class RayEpisodes:
             return await actor.play.remote(index)
         except RayActorError as err:  # the actor died (killed, out of memory, its node lost)
             self._replace(slot, actor)
-            error = f"ray: {type(err).__name__}: {_one_line(err)}"
+            error = f"ray: {type(err).__name__}: {one_line(err, 500)}"
         except Exception as err:  # e.g. a result Ray cannot serialize: this episode only
-            error = f"ray: {type(err).__name__}: {_one_line(err)}"
+            error = f"ray: {type(err).__name__}: {one_line(err, 500)}"
         finally:
             self._slots.give_back(slot)
         result = failed_result(self.config, index, error)
@@ -135,7 +136,3 @@ class RayEpisodes:
             with contextlib.suppress(Exception):
                 ray.kill(dead)
             self._new_actor(index)
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split())[:500]

@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from vlm_envs.configured import EnvConfigError, build_configured_env, one_line
+from vlm_envs.configured import EnvConfigError, build_configured_env
+from vlm_envs.errors import one_line
 from vlm_envs.eval.config import EvalConfig, RayPlacement, make_env
 from vlm_envs.eval.episodes import EpisodeRunner, LocalEpisodes
 from vlm_envs.eval.lock import LOCK_FILE, FolderBusyError, folder_lock

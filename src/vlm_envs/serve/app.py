@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
+from vlm_envs.errors import one_line
 from vlm_envs.registry import get_spec
 from vlm_envs.serve.config import ServeConfig
 from vlm_envs.serve.guards import ApiError, BearerToken, error_response, read_json, validated
@@ -34,7 +35,6 @@ from vlm_envs.serve.wire import (
     State,
     StepFields,
     WireObservation,
-    one_line,
 )
 
 Handler = Callable[[Request, Service], Awaitable[Response]]
@@ -59,7 +59,7 @@ def create_app(config: ServeConfig) -> Starlette:
             except ApiError as err:
                 return err.response()
             except Exception as err:  # a bug of ours still answers one line, never a traceback page
-                return error_response(500, one_line(err))
+                return error_response(500, one_line(err, typed=True))
 
         return Route(path, endpoint, methods=[method])
 

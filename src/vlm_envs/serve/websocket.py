@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from vlm_envs.errors import one_line
 from vlm_envs.serve.guards import CLOSE_TRY_LATER, ApiError, json_object
 from vlm_envs.serve.service import Service
 from vlm_envs.serve.sessions import Refused, Session
@@ -29,7 +30,6 @@ from vlm_envs.serve.wire import (
     Action,
     RandomState,
     ResetFields,
-    one_line,
     ws_error,
     ws_frame,
 )
@@ -121,7 +121,7 @@ async def _answer(raw: str | bytes, session: Session, service: Service) -> str |
         where = ".".join(str(p) for p in first.get("loc", ())) or "data"
         return _error(422, f"invalid {where}: {first.get('msg', 'invalid value')}")
     except Exception as err:  # nothing a client sends may end its connection without an answer
-        return _error(500, one_line(err))
+        return _error(500, one_line(err, typed=True))
 
 
 async def _close(websocket: WebSocket, reason: str) -> None:

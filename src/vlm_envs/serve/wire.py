@@ -215,10 +215,3 @@ def ws_frame(kind: str, body: bytes) -> bytes:
 def ws_error(message: str, code: str) -> str:
     """A WebSocket error frame (OpenEnv's ``WSErrorResponse``)."""
     return json.dumps({"type": "error", "data": {"message": message, "code": code}})
-
-
-def one_line(err: BaseException | str, limit: int = 300) -> str:
-    """An error as one line of at most ``limit`` characters (pydantic's link to its docs left out)."""
-    text = err if isinstance(err, str) else f"{type(err).__name__}: {err}"
-    lines = (line for line in str(text).splitlines() if not line.lstrip().startswith("For further info"))
-    return " ".join(" ".join(lines).split())[:limit]

@@ -35,13 +35,14 @@ from typing import Any, NamedTuple
 
 from vlm_envs.configured import EnvConfigError, build_configured_env
 from vlm_envs.envs.config import ClientConfigError, check_client_config
+from vlm_envs.errors import one_line
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import EpisodeFinishedError, check_seed
 from vlm_envs.registry import get_spec
 from vlm_envs.rewards import RewardError, call_reward, check_reward
 from vlm_envs.serve.config import ServeConfig
 from vlm_envs.serve.limits import MIB, DeadlineExceeded, MemoryBudget, Watchdog
-from vlm_envs.serve.wire import RandomState, State, one_line, reply_body
+from vlm_envs.serve.wire import RandomState, State, reply_body
 
 #: Added to a worker's niceness: the server's loop (every session's I/O) gets a core first.
 WORKER_NICENESS = 5
@@ -194,7 +195,7 @@ class Worker:
         except MemoryError:
             raise
         except Exception as err:  # an env that cannot be loaded
-            return Answer(422, f"env {name!r} refused its config: {one_line(err)}".encode())
+            return Answer(422, f"env {name!r} refused its config: {one_line(err, typed=True)}".encode())
         key = json.dumps([name, json_safe(config)], sort_keys=True)
         if session.key != key:
             if session.env is not None:  # a new config: the old env goes, and its memory with it
@@ -208,7 +209,7 @@ class Worker:
             except MemoryError:
                 raise
             except Exception as err:  # an env that cannot be loaded
-                return Answer(422, f"env {name!r} refused its config: {one_line(err)}".encode())
+                return Answer(422, f"env {name!r} refused its config: {one_line(err, typed=True)}".encode())
             session.key, session.env_name = key, name
         try:
             seed = check_seed(payload.get("seed"))
@@ -217,7 +218,7 @@ class Worker:
             raise
         except Exception as err:  # a seed or options the env refuses
             session.started = False
-            return Answer(422, f"reset failed: {one_line(err)}".encode())
+            return Answer(422, f"reset failed: {one_line(err, typed=True)}".encode())
         session.episode_id = payload.get("episode_id") or uuid.uuid4().hex
         session.seed, session.steps, session.done, session.started = seed, 0, False, True
         episode_reward, reward_error = self._episode_reward(session)
@@ -245,7 +246,9 @@ class Worker:
             raise
         except Exception as err:  # an env that raises on a reply: the episode cannot go on
             session.done = True
-            return Answer(500, f"the env failed on this step, episode ended: {one_line(err)}".encode())
+            return Answer(
+                500, f"the env failed on this step, episode ended: {one_line(err, typed=True)}".encode()
+            )
         session.steps += 1
         session.done = bool(done)
         reward, step_error = _checked(lambda: check_reward(info.reward, "the step reward"))
@@ -262,13 +265,13 @@ class Worker:
         try:
             rng = RandomState.model_validate(state).load_into(random.Random())
         except ValueError as err:  # pydantic's errors are ValueErrors; so is a position past the words
-            return Answer(422, f"invalid random state: {one_line(err)}".encode())
+            return Answer(422, f"invalid random state: {one_line(err, typed=True)}".encode())
         try:
             text = session.env.random_response(rng)
         except MemoryError:
             raise
         except Exception as err:  # the env's own hook failed: the episode itself goes on
-            return Answer(500, f"the env's random_response failed: {one_line(err)}".encode())
+            return Answer(500, f"the env's random_response failed: {one_line(err, typed=True)}".encode())
         if not isinstance(text, str):
             return Answer(500, f"the env's random_response gave a {type(text).__name__}, not a str".encode())
         body = {"text": text, "state": RandomState.of(rng).model_dump()}
@@ -355,7 +358,7 @@ def worker_main(conn: Connection, served: Mapping[str, str], settings: WorkerSet
         try:
             answer = worker.handle(op, session_id, payload)
         except (Exception, DeadlineExceeded) as err:  # a bug of ours must not end the other sessions
-            answer = Answer(500, f"worker error: {one_line(err)}".encode())
+            answer = Answer(500, f"worker error: {one_line(err, typed=True)}".encode())
         try:
             data = pickle.dumps((call_id, answer), protocol=5)
         except MemoryError:

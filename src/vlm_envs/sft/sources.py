@@ -22,6 +22,7 @@ from typing import Any
 
 from vlm_envs.configured import build_configured_env
 from vlm_envs.envs.config import ClientConfigError, check_client_config
+from vlm_envs.errors import one_line
 from vlm_envs.protocol import Env, check_seed
 from vlm_envs.registry import get_spec, list_envs
 from vlm_envs.sft.demos import Demonstration, DemonstrationError, play_oracle, replay_record
@@ -108,11 +109,6 @@ def env_version(env: str) -> str | None:
     return None
 
 
-def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split()) or type(err).__name__
-    return f"{type(err).__name__}: {text[:200]}"
-
-
 def oracle_demos(source: OracleSource, tallies: dict[str, EnvTally]) -> Iterator[Demonstration]:
     """Each env's oracle episodes, seed by seed; a seed whose play raises is counted in ``failed``
     (the env is built again for the next seed)."""
@@ -126,7 +122,7 @@ def oracle_demos(source: OracleSource, tallies: dict[str, EnvTally]) -> Iterator
                     demo = play_oracle(env, name, seed, source.max_turns, source.rationale)
                 except Exception as err:  # an env can fail on any seed in any way: counted, not fatal
                     tally.episodes += 1
-                    tally.failed[str(seed)] = _one_line(err)
+                    tally.failed[str(seed)] = one_line(err, 240, typed=True)
                     with contextlib.suppress(Exception):
                         env.close()
                     env = None
@@ -149,7 +145,7 @@ def read_run(run_dir: Path) -> tuple[str, dict[str, Any], int | None]:
     except RecursionError:
         raise SftError(f"{where} is JSON nested too deep to be a run description") from None
     except (OSError, ValueError) as err:
-        raise SftError(f"{where} cannot be read as JSON ({_one_line(err)})") from None
+        raise SftError(f"{where} cannot be read as JSON ({one_line(err, 240, typed=True)})") from None
     if not isinstance(run, dict):
         raise SftError(f"{where} holds no run description")
     name = run.get("env")
@@ -248,7 +244,7 @@ def run_demos(source: RunSource, tallies: dict[str, EnvTally]) -> Iterator[Demon
                 raise SftError(f"episode {record['episode']} of {source.run_dir}: {err}") from None
             except Exception as err:  # the env failed on this episode: counted, the others go on
                 tally.episodes += 1
-                tally.failed[str(record["seed"])] = _one_line(err)
+                tally.failed[str(record["seed"])] = one_line(err, 240, typed=True)
                 env.close()
                 env = build_configured_env(name, max_turns, config)
                 continue

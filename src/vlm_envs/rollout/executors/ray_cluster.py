@@ -26,6 +26,8 @@ from typing import Any
 
 import ray
 
+from vlm_envs.errors import one_line
+
 __all__ = ["ClusterError", "Placements", "join", "unmet"]
 
 #: Seconds a TCP connection to the cluster's address may take before it counts as unreachable.
@@ -45,11 +47,6 @@ _attempt: concurrent.futures.Future[None] | None = None
 
 class ClusterError(RuntimeError):
     """The Ray cluster cannot be joined (or started), or cannot hold what was asked; one line."""
-
-
-def one_line(err: BaseException) -> str:
-    """``TypeName: message`` on one line."""
-    return f"{type(err).__name__}: {' '.join(str(err).split())[:500]}"
 
 
 def join(address: str | None = None, timeout: float = JOIN_TIMEOUT_S, **init_kwargs: Any) -> bool:
@@ -77,7 +74,9 @@ def join(address: str | None = None, timeout: float = JOIN_TIMEOUT_S, **init_kwa
         ) from None
     except Exception as err:
         verb = "join" if where is not None else "join or start"
-        raise ClusterError(f"could not {verb} {_describe(where, source)}: {one_line(err)}") from None
+        raise ClusterError(
+            f"could not {verb} {_describe(where, source)}: {one_line(err, 500, typed=True)}"
+        ) from None
     return True
 
 
@@ -145,7 +144,7 @@ class Placements:
             free, total = ray.available_resources(), ray.cluster_resources()
             cluster = ", ".join(f"{n}={free.get(n, 0.0):g} of {total.get(n, 0.0):g}" for n in self.asked)
         except Exception as err:  # the cluster is going away: say that instead
-            cluster = one_line(err)
+            cluster = one_line(err, 500, typed=True)
         return (
             f"an actor asking {_amounts(self.asked)} was not started within {self.timeout_s:g} s (free now: "
             f"{cluster}); other work holds those resources, or they do not pack onto the nodes: ask for "
@@ -187,8 +186,9 @@ def _check_reachable(address: str, source: str) -> None:
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as err:
+        problem = one_line(err, 500, typed=True)
         raise ClusterError(
-            f"could not join {_describe(address, source)}: nothing answers there ({one_line(err)}); "
+            f"could not join {_describe(address, source)}: nothing answers there ({problem}); "
             "start the cluster (ray start --head) or give its address"
         ) from None
 

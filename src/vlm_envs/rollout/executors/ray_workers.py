@@ -1,29 +1,24 @@
 """Episodes on Ray actors: the rollout's CPU work spread over a cluster's cores.
 
 :class:`RayEpisodeWorkers` has :class:`~vlm_envs.rollout.executors.workers.EpisodeWorkers`' interface
-(``run(job, should_abort)``, ``start``, ``close``, context manager) over a pool of async Ray actors.
-Each actor builds its codec and engine client once, from a spec put in the object store once, and
-plays whole episodes with the env steps inline on its own event loop, training tensors included.
-Episodes go to the least loaded actor, at most ``max_in_flight`` per actor; callers beyond that
-wait for a free slot.
+over a pool of async Ray actors (:class:`~vlm_envs.rollout.executors.ray_actor.EpisodeActor`), each of
+which builds its codec and engine client once and plays whole episodes, training tensors included.
+Episodes go to the least loaded actor, at most ``max_in_flight`` per actor; callers beyond that wait.
 
-A Ray call costs the caller about 0.3 ms of CPU, 1 ms with its reply in the object store: more than
-its whole share of an episode. So calls carry batches: a dispatcher thread sends the jobs queued
-meanwhile to an actor in one ``submit`` call, and each actor
-(:class:`~vlm_envs.rollout.executors.ray_actor.EpisodeActor`) has one ``collect`` call outstanding, read by a
-collector thread, that returns the episodes finished by then (at most 32 MB of tensors). A job
-travels as a pickle of its own (:meth:`EpisodeJob.portable`), which the actor reads apart: one it
-cannot read (its module missing on the node) fails alone, saying what to install. A trajectory
-travels as its pickle with its large buffers out of band, read from the object store without a copy;
-when the store is too small for the episodes in flight, a warning says the size it needs
-(:mod:`~vlm_envs.rollout.executors.ray_store`). An actor that dies fails its in-flight episodes with Ray's
-``ActorDiedError`` and is replaced; so does one not placed within ``place_timeout_s``.
+A Ray call costs the caller about 0.3 ms of CPU, 1 ms with its reply in the object store: more than an
+episode's share. So calls carry batches: a dispatcher thread sends the jobs queued meanwhile to an actor
+in one ``submit``, and a collector thread keeps one ``collect`` outstanding per actor, which returns the
+episodes finished by then (at most 32 MB of tensors). A job travels as a pickle of its own
+(:meth:`EpisodeJob.portable`): one an actor cannot read (its module missing on the node) fails alone,
+saying what to install. A trajectory travels as its pickle with its large buffers in the object store,
+read without a copy; a store too small for the episodes in flight is said once in a while
+(:mod:`~vlm_envs.rollout.executors.ray_store`). An actor that dies, or is not placed within
+``place_timeout_s``, fails its in-flight episodes and is replaced.
 
-The pool joins its cluster off the caller's event loop, in bounded time
-(:func:`~vlm_envs.rollout.executors.ray_cluster.join`), and checks that the cluster can hold its actors at
-all (:func:`~vlm_envs.rollout.executors.ray_cluster.unmet`): where it cannot, or cannot be reached, every
-episode ends FAILED with that one line instead of waiting. Importing this module imports ray;
-nothing else does.
+The pool joins its cluster off the caller's event loop in bounded time
+(:func:`~vlm_envs.rollout.executors.ray_cluster.join`) and checks that the cluster can hold its actors
+(:func:`~vlm_envs.rollout.executors.ray_cluster.unmet`): where it cannot, every episode ends FAILED with
+that one line instead of waiting. Importing this module imports ray; nothing else does.
 """
 
 from __future__ import annotations
@@ -42,6 +37,7 @@ import ray
 from ray import cloudpickle
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from vlm_envs.errors import one_line
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.engines.contract import Engine
 from vlm_envs.rollout.executors.aborts import AbortWatch
@@ -52,7 +48,6 @@ from vlm_envs.rollout.executors.ray_cluster import (
     ClusterError,
     Placements,
     join,
-    one_line,
     unmet,
 )
 from vlm_envs.rollout.executors.ray_store import StoreWatch
@@ -203,7 +198,7 @@ class RayEpisodeWorkers:
             try:
                 actor, threads = self._register(index, job_id, waiter)
             except Exception as err:  # an actor that cannot be created
-                return Trajectory.failed(f"ray: {one_line(err)}", job.config.failure_reward)
+                return Trajectory.failed(f"ray: {one_line(err, 500, typed=True)}", job.config.failure_reward)
             threads.outbox.put((index, actor, job_id, job))
             self._aborts.watch(job_id, actor, should_abort)
             return await waiter.trajectory()
@@ -268,7 +263,7 @@ class RayEpisodeWorkers:
         except ClusterError as err:
             joined.set_exception(err)
         except Exception as err:  # the cluster went away meanwhile
-            joined.set_exception(ClusterError(f"the Ray cluster: {one_line(err)}"))
+            joined.set_exception(ClusterError(f"the Ray cluster: {one_line(err, 500, typed=True)}"))
         else:
             with self._lock:
                 self._spec_ref, self._nodes = spec_ref, nodes
@@ -319,7 +314,9 @@ class RayEpisodeWorkers:
                 try:  # each job a pickle of its own: one that cannot be pickled or read fails alone
                     data = cloudpickle.dumps(job.portable())
                 except Exception as err:
-                    self._fail(index, job_id, f"ray: the job cannot be sent: {one_line(err)}")
+                    self._fail(
+                        index, job_id, f"ray: the job cannot be sent: {one_line(err, 500, typed=True)}"
+                    )
                     continue
                 batches.setdefault(id(actor), (index, actor, []))[2].append((job_id, data))
             for index, actor, jobs in batches.values():
@@ -328,7 +325,7 @@ class RayEpisodeWorkers:
                     threads.submitted.put((actor.submit.remote(jobs), index, job_ids))
                 except Exception as err:  # e.g. the pool was closed meanwhile
                     for job_id in job_ids:
-                        self._fail(index, job_id, f"ray: {one_line(err)}")
+                        self._fail(index, job_id, f"ray: {one_line(err, 500, typed=True)}")
 
     def _collect(self, threads: _Threads) -> None:
         """Keep one ``collect`` call outstanding per actor and hand back what they return."""
@@ -364,7 +361,7 @@ class RayEpisodeWorkers:
                 try:
                     finished = ray.get(ref)
                 except Exception as err:  # the actor died (RayActorError), or its batch cannot be read
-                    self._replace(index, actor, f"ray: {one_line(err)}")
+                    self._replace(index, actor, f"ray: {one_line(err, 500, typed=True)}")
                     continue
                 self._store.received([sum(b.nbytes for b in buffers) for _, _, buffers in finished])
                 for job_id, body, buffers in finished:
@@ -377,7 +374,7 @@ class RayEpisodeWorkers:
         try:
             unread = ray.get(ref)
         except Exception as err:
-            unread = [(job_id, one_line(err)) for job_id in job_ids]
+            unread = [(job_id, one_line(err, 500, typed=True)) for job_id in job_ids]
         for job_id, error in unread:
             self._fail(index, job_id, f"ray: {error}")
 
