@@ -37,8 +37,8 @@ from verl_support import (
 )
 
 from vlm_envs import build_env
-from vlm_envs.datasets.build import make_dataset
 from vlm_envs.datasets import verl as verl_dataset
+from vlm_envs.datasets.build import make_dataset
 from vlm_envs.rollout import verl as loop_module
 from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
