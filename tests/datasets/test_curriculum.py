@@ -10,10 +10,10 @@ import pickle
 from pathlib import Path
 from typing import Any
 
+import datasets
 import pytest
 from PIL import Image
 
-import datasets
 from vlm_envs import build_env
 from vlm_envs.cli import main
 from vlm_envs.datasets.curriculum import Curriculum, parse_curriculum

@@ -6,9 +6,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-import pytest
-
 import datasets
+import pytest
 
 pytest.importorskip("trl")
 
