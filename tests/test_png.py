@@ -47,11 +47,13 @@ def images(draw: st.DrawFn) -> Image.Image:
     indices = draw(st.binary(min_size=width * height, max_size=width * height))
     image = Image.frombytes("P", (width, height), bytes(b % used for b in indices))
     palette_mode = draw(st.sampled_from(["RGB", "RGBA", None]))
+    entries = draw(st.integers(1, 256)) if palette_mode is not None else 0
     if palette_mode is not None:
-        entries = draw(st.integers(1, 256))
         size = entries * len(palette_mode)
         image.putpalette(draw(st.binary(min_size=size, max_size=size)), palette_mode)
-    transparency: Any = draw(st.one_of(st.none(), st.integers(0, 255), st.binary(max_size=300)))
+    # transparency within the palette: Pillow's convert refuses an index or alphas beyond it
+    index = st.integers(0, entries - 1) if entries else st.nothing()
+    transparency: Any = draw(st.one_of(st.none(), index, st.binary(max_size=entries)))
     if transparency is not None:
         image.info["transparency"] = transparency
     return image
@@ -85,6 +87,12 @@ def test_grey_and_rgb_keep_a_transparent_colour_png_can_mark():
         assert decode(encode_png(image)).info["transparency"] == image.info["transparency"]
     grey.info["transparency"] = 300  # beyond 8 bits: no colour to mark, the pixels still exact
     assert "transparency" not in decode(encode_png(grey)).info
+    indexed = Image.frombytes("P", (3, 1), bytes([0, 1, 2]))
+    indexed.putpalette(bytes(range(9)))
+    for beyond in (200, b"\x01" * 40, "not a transparency"):  # past the palette, or no kind PNG knows
+        indexed.info["transparency"] = beyond
+        decoded = decode(encode_png(indexed))
+        assert decoded.tobytes() == indexed.tobytes() and decoded.getpalette() == indexed.getpalette()
 
 
 def test_empty_images_and_ints_beyond_16_bits_are_refused():
