@@ -110,7 +110,7 @@ def row(label: str, images: list[Image.Image], repeats: int) -> tuple[tuple[str,
         f"{us:,.0f}",
         f"{size:,.0f}",
         f"{speedup:.1f}x",
-        f"{ratio:.2f}",
+        f"{ratio:.3f}",
         "met" if met else "MISSED",
     )
     return cells, met
