@@ -137,5 +137,7 @@ def test_without_isal_zlib_deflates_the_same_pixels():
     )
     src = str(Path(vlm_envs.__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
