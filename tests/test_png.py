@@ -100,7 +100,7 @@ def test_empty_images_and_ints_beyond_16_bits_are_refused():
         with pytest.raises(ValueError, match="empty image"):
             encode_png(Image.new("RGB", size))
     for value in (-1, 65536):
-        with pytest.raises(ValueError, match="0..65535"):
+        with pytest.raises(ValueError, match=r"0\.\.65535"):
             lossless_png(Image.new("I", (2, 2), value))
     with pytest.raises(ValueError, match="convert it first"):
         encode_png(Image.new("CMYK", (2, 2)))
