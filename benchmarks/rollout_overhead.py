@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import functools
-import io
 import itertools
 import os
 import statistics
@@ -159,9 +157,7 @@ def straightforward_image_turn(codec: ChatCodec, turns: int = 40) -> float:
         t = time.perf_counter()
         obs, _, _ = env.step(f"<answer>{MOVES[i % 2]}</answer>")
         image = obs.images[0].copy()  # as if drawn anew
-        buf = io.BytesIO()
-        image.save(buf, format="PNG")
-        _ = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+        png_data_uri(image)
         codec.processor.image_processor(images=[image], return_tensors="pt")
         message = env.format_observation(obs)
         codec.render([message])

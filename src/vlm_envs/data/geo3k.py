@@ -6,7 +6,6 @@ Loading a geo3k dataset is the env's own job (:mod:`vlm_envs.envs.geo3k.datasets
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from vlm_envs.envs.geo3k.datasets import HUB_DATASET, load_problems, load_rows
 from vlm_envs.envs.geo3k.diagrams import DEFAULT_IMAGE_SIZE
 from vlm_envs.envs.geo3k.env import DEFAULT_MAX_TURNS, Geo3kEnv
 from vlm_envs.envs.geo3k.problems import Geo3kProblem, generate_problem
+from vlm_envs.imaging import png_bytes
 
 #: Columns of slime's geo3k example (``--input-key problem --label-key answer``,
 #: ``--multimodal-keys '{"image": "images"}'``); the rows written here use them too.
@@ -29,12 +29,6 @@ def generated_problems(
     return [generate_problem(seed + i, kinds, image_size) for i in range(n)]
 
 
-def _png(image: Any) -> bytes:
-    buf = io.BytesIO()
-    image.convert("RGB").save(buf, format="PNG")
-    return buf.getvalue()
-
-
 def slime_rows(problems: Iterable[Geo3kProblem], max_turns: int = DEFAULT_MAX_TURNS) -> list[dict[str, Any]]:
     """Rows for slime's ``--prompt-data``: the env's first observation text as the prompt, PNG images,
     the answer as label, and metadata naming the env and its tool schema."""
@@ -45,7 +39,7 @@ def slime_rows(problems: Iterable[Geo3kProblem], max_turns: int = DEFAULT_MAX_TU
         rows.append(
             {
                 PROMPT_KEY: obs.to_dict()["obs_str"],
-                IMAGES_KEY: [{"bytes": _png(im), "path": None} for im in obs.images],
+                IMAGES_KEY: [{"bytes": png_bytes(im), "path": None} for im in obs.images],
                 LABEL_KEY: problem.answer,
                 METADATA_KEY: {
                     "env": ENV_NAME,

@@ -6,6 +6,7 @@ import dataclasses
 from pathlib import Path
 from typing import Any, TextIO
 
+from vlm_envs.imaging import lossless_png
 from vlm_envs.protocol import Env, Observation
 
 HELP = "Type your response and press Enter (:q quits, :help shows this)."
@@ -30,7 +31,7 @@ class PlaySession:
         for i, image in enumerate(obs.images):
             if self.frames_dir is not None:
                 path = self.frames_dir / f"turn{turn:03d}_{i}.png"
-                image.save(path, format="PNG")
+                path.write_bytes(lossless_png(image))
                 names.append(f"[image {i + 1}: {path}]")
             else:
                 names.append(f"[image {i + 1}: {image.width}x{image.height}, --save-frames DIR keeps it]")

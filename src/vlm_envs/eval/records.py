@@ -8,11 +8,11 @@ verdict on it and the observation that followed. Images are written as PNG files
 from __future__ import annotations
 
 import dataclasses
-import io
 import math
 from pathlib import Path
 from typing import Any
 
+from vlm_envs.imaging import lossless_png
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Observation
 
@@ -90,7 +90,7 @@ def _observation_record(obs: Observation | None, episode: int, turn: int, out_di
         if out_dir is not None:
             target = out_dir / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            image.save(target, format="PNG")
+            target.write_bytes(lossless_png(image))
         paths.append(rel)
     return {"text": obs.text, "role": obs.role, "images": paths, "image_slots": list(obs.image_slots)}
 
@@ -100,9 +100,7 @@ def frame_files(result: EpisodeResult, episode: int) -> dict[str, bytes]:
     files = {}
     for k, turn in enumerate(result.turns):
         for i, image in enumerate(turn.observation.images if turn.observation is not None else ()):
-            buffer = io.BytesIO()
-            image.save(buffer, format="PNG")
-            files[frame_path(episode, k, i)] = buffer.getvalue()
+            files[frame_path(episode, k, i)] = lossless_png(image)
     return files
 
 
