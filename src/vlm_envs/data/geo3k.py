@@ -14,7 +14,7 @@ from vlm_envs.envs.geo3k.datasets import HUB_DATASET, load_problems, load_rows
 from vlm_envs.envs.geo3k.diagrams import DEFAULT_IMAGE_SIZE
 from vlm_envs.envs.geo3k.env import DEFAULT_MAX_TURNS, Geo3kEnv
 from vlm_envs.envs.geo3k.problems import Geo3kProblem, generate_problem
-from vlm_envs.imaging import png_bytes
+from vlm_envs.imaging import image_column
 
 #: Columns of slime's geo3k example (``--input-key problem --label-key answer``,
 #: ``--multimodal-keys '{"image": "images"}'``); the rows written here use them too.
@@ -39,7 +39,7 @@ def slime_rows(problems: Iterable[Geo3kProblem], max_turns: int = DEFAULT_MAX_TU
         rows.append(
             {
                 PROMPT_KEY: obs.to_dict()["obs_str"],
-                IMAGES_KEY: [{"bytes": png_bytes(im), "path": None} for im in obs.images],
+                IMAGES_KEY: image_column(obs.images),
                 LABEL_KEY: problem.answer,
                 METADATA_KEY: {
                     "env": ENV_NAME,

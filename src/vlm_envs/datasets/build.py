@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from vlm_envs.configured import build_configured_env
 from vlm_envs.files import OutputError, replacing, write_atomic
-from vlm_envs.imaging import png_bytes
+from vlm_envs.imaging import image_column
 from vlm_envs.protocol import DEFAULT_MAX_TURNS, SEED_LIMIT
 from vlm_envs.registry import get_spec
 
@@ -86,7 +86,7 @@ def env_rows(
             rows.append(
                 {
                     PROMPT_KEY: obs.to_dict()["obs_str"],
-                    IMAGES_KEY: [{"bytes": png_bytes(im), "path": None} for im in obs.images],
+                    IMAGES_KEY: image_column(obs.images),
                     LABEL_KEY: "",
                     METADATA_KEY: metadata,
                 }

@@ -18,7 +18,7 @@ from typing import Any
 from vlm_envs.configured import build_configured_env
 from vlm_envs.episode_carrier import EpisodeSpec, attach
 from vlm_envs.files import write_atomic
-from vlm_envs.imaging import png_bytes
+from vlm_envs.imaging import image_column
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
 
 DEFAULT_MODEL = "Qwen/Qwen3-VL-2B-Instruct"
@@ -54,7 +54,7 @@ def trl_rows(
             rows.append(
                 {
                     "prompt": attach(prompt_messages(env, obs), spec),
-                    "images": [{"bytes": png_bytes(im), "path": None} for im in obs.images],
+                    "images": image_column(obs.images),
                 }
             )
     finally:

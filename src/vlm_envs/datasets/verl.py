@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from vlm_envs.configured import build_configured_env
 from vlm_envs.files import write_atomic
-from vlm_envs.imaging import png_bytes
+from vlm_envs.imaging import image_column
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
 
 #: The agent loop's name and import path (vlm_envs.rollout.verl.AGENT_NAME / LOOP_TARGET; this
@@ -61,7 +61,7 @@ def verl_rows(
             rows.append(
                 {
                     "prompt": messages,
-                    "images": [{"bytes": png_bytes(im), "path": None} for im in obs.images],
+                    "images": image_column(obs.images),
                     "data_source": env_name,
                     "agent_name": AGENT_NAME,
                     "extra_info": extra,

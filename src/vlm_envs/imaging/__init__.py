@@ -7,17 +7,24 @@ where the ``isal`` package is installed, else with zlib.
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
+from typing import Any
 
 from PIL import Image
 
 from vlm_envs.imaging.png import BACKEND, PNG_MODES, encode_png
 
-__all__ = ["BACKEND", "PNG_MODES", "encode_png", "lossless_png", "png_bytes", "png_data_uri"]
+__all__ = ["BACKEND", "PNG_MODES", "encode_png", "image_column", "lossless_png", "png_bytes", "png_data_uri"]
 
 
 def png_bytes(image: Image.Image) -> bytes:
     """An image as PNG bytes (RGB), as parquet image columns hold it."""
     return encode_png(image if image.mode == "RGB" else image.convert("RGB"))
+
+
+def image_column(images: Iterable[Image.Image]) -> list[dict[str, Any]]:
+    """Images as a parquet image column holds them (``datasets``' Image feature): RGB PNGs, no path."""
+    return [{"bytes": png_bytes(image), "path": None} for image in images]
 
 
 def lossless_png(image: Image.Image) -> bytes:

@@ -36,7 +36,7 @@ from typing import Any
 
 from PIL import Image
 
-from vlm_envs.imaging import png_bytes
+from vlm_envs.imaging import image_column, png_bytes
 from vlm_envs.sft.samples import Conversation
 
 #: The image tag of LLaMA-Factory's and ms-swift's text (``<image>`` in both, by default).
@@ -145,7 +145,7 @@ def trl_features(per_reply: bool) -> Any:
 
 def trl_arrow_row(row: dict[str, Any]) -> dict[str, Any]:
     """A row as its parquet columns hold it (images as PNG bytes)."""
-    return {**row, "images": [{"bytes": png_bytes(im), "path": None} for im in row["images"]]}
+    return {**row, "images": image_column(row["images"])}
 
 
 # ---- LLaMA-Factory and ms-swift -------------------------------------------------------------------
