@@ -106,10 +106,10 @@ def check_losses(
     """What every loss TRL computed must hold: TRL's per-token log probs equal the rollout engine's
     (fp32, 1e-4) on the losses in ``after_generation`` (computed before any update since their batch
     was generated), and its old log probs always; its loss mask is ours, turn by turn; the gradient on
-    observation tokens' log probs is exactly zero; budgets hold, no episode failed; ``learns``: some
-    advantage is not 0."""
+    observation tokens' log probs is exactly zero, and nonzero exactly on the live tokens (below);
+    budgets hold, no episode failed; ``learns``: some token learns."""
     assert trainer.losses
-    assert any(record.inputs["advantages"].any() for record in trainer.losses) or not learns
+    learned = False
     for index, record in enumerate(trainer.losses):
         inputs, rows = record.inputs, record.inputs[ROWS_KEY]
         trained = (inputs["completion_mask"] * inputs["tool_mask"]).bool()
@@ -134,6 +134,22 @@ def check_losses(
         grad = record.logps.grad
         assert grad is not None  # (a tool env's episode may end on its first reply: no observation)
         assert torch.equal(grad[observation], torch.zeros_like(grad[observation]))
-        assert (grad[trained].abs().sum() > 0) == bool(inputs["advantages"].any())
+        live = live_tokens(trainer, record, old)
+        assert torch.equal(grad[trained] != 0, live[trained]), f"loss {index}: gradient off its live tokens"
+        learned |= bool(live[trained].any())
         if record.entropies is not None and record.entropies.grad is not None:
             assert not record.entropies.grad[observation].any()
+    assert learned or not learns, "no token got a gradient"
+
+
+def live_tokens(trainer: RecordingTrainer, record: LossRecord, old: torch.Tensor | None) -> torch.Tensor:
+    """The tokens whose log prob gets a gradient from TRL's clipped loss (token-level ratios): a
+    nonzero advantage, and a ratio to the old policy that PPO's clip does not hold at its bound.
+    After an update, a whole loss can be clipped: its gradient is then exactly 0."""
+    logps = record.logps.detach()
+    ratio = torch.exp(logps - (logps if old is None else old))
+    advantages = record.inputs["advantages"].unsqueeze(1).expand_as(ratio)
+    clipped = ((ratio > 1 + trainer.epsilon_high) & (advantages > 0)) | (
+        (ratio < 1 - trainer.epsilon_low) & (advantages < 0)
+    )
+    return (advantages != 0) & ~clipped
