@@ -1,10 +1,13 @@
-"""PNG encoding per env and for its largest preset: ours against Pillow at level 1 and at its default.
+"""PNG encoding and decoding per env and for its largest preset: ours against Pillow.
 
 Frames are the observation images of a few episodes of every env from ``vlm_envs.list_envs()`` (the oracle's
 replies where the env has one, else ``random_response``), at its defaults and at every difficulty preset it
 has; the second row of each env holds only its "hard" preset (the largest sizes). Each encoder encodes every
 frame ``--repeats`` times, in the same process, pinned to one core; a frame's time is its best repeat. Target:
-ours >= 4x Pillow level 1 at <= 1.0x its bytes.
+ours >= 4x Pillow level 1 at <= 1.0x its bytes. "sent" is what every path ships (``lossless_png``): the
+bytes an env attached to its frame (Sokoban's palette PNGs) where it did, else ours; "attached" counts those
+frames. Decoding, of the sent bytes: Pillow's decoder against ours (``vlm_envs.imaging.decode``), as a
+``RemoteEnv`` decodes a served observation.
 Run: ``PYTHONPATH=src .venv/bin/python benchmarks/png_speed.py [--episodes N] [--steps N] [--only NAME ...]``.
 """
 
@@ -17,17 +20,25 @@ import random
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
 
 from vlm_envs import build_env, list_envs
 from vlm_envs.envs.config import LEVELS
-from vlm_envs.imaging import BACKEND, encode_png, lossless_png
+from vlm_envs.imaging import BACKEND, attached_png, encode_png, lossless_png
+from vlm_envs.imaging.decode import decode_png
 from vlm_envs.imaging.png import LEVEL
 
 SPEEDUP_TARGET = 4.0
 BYTES_TARGET = 1.0
 Encoder = Callable[[Image.Image], bytes]
+
+
+def pillow_decode(data: bytes) -> Image.Image:
+    image = Image.open(io.BytesIO(data), formats=["PNG"])
+    image.load()
+    return image
 
 
 def pillow(level: int | None) -> Encoder:
@@ -74,26 +85,31 @@ def levels_of(name: str) -> list[str | None]:
     return found
 
 
-def timed(encode: Encoder, images: list[Image.Image], repeats: int) -> tuple[float, float]:
-    """Mean over frames of the best time in microseconds, and mean bytes."""
+def timed(encode: Callable[[Any], Any], inputs: list[Any], repeats: int) -> tuple[float, float]:
+    """Mean over inputs of the best time in microseconds, and the mean length of what came out."""
     best, size = 0.0, 0
-    for image in images:
+    for item in inputs:
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
-            data = encode(image)
+            out = encode(item)
             times.append(time.perf_counter() - start)
         best += min(times)
-        size += len(data)
-    return best / len(images) * 1e6, size / len(images)
+        size += len(out) if isinstance(out, bytes) else 0
+    return best / len(inputs) * 1e6, size / len(inputs)
 
 
 def row(label: str, images: list[Image.Image], repeats: int) -> tuple[tuple[str, ...], bool]:
-    for image in images:  # the property test's check, on real frames
-        assert Image.open(io.BytesIO(lossless_png(image))).tobytes() == image.tobytes(), label
+    sent = [lossless_png(image) for image in images]
+    for image, data in zip(images, sent, strict=True):  # the property test's check, on real frames
+        assert decode_png(data).convert(image.mode).tobytes() == image.tobytes(), label
+        assert pillow_decode(data).convert(image.mode).tobytes() == image.tobytes(), label
     l1_us, l1_bytes = timed(pillow(1), images, repeats)
     l6_us, l6_bytes = timed(pillow(None), images, repeats)
     us, size = timed(encode_png, images, repeats)
+    attached = sum(attached_png(image) is not None for image in images)
+    pillow_decode_us, _ = timed(pillow_decode, sent, repeats)
+    decode_us, _ = timed(decode_png, sent, repeats)
     speedup, ratio = l1_us / us, size / l1_bytes
     width = sum(im.width for im in images) / len(images)
     height = sum(im.height for im in images) / len(images)
@@ -112,6 +128,11 @@ def row(label: str, images: list[Image.Image], repeats: int) -> tuple[tuple[str,
         f"{speedup:.1f}x",
         f"{ratio:.3f}",
         "met" if met else "MISSED",
+        f"{attached}/{len(images)}",
+        f"{sum(map(len, sent)) / len(sent):,.0f}",
+        f"{pillow_decode_us:,.0f}",
+        f"{decode_us:,.0f}",
+        f"{pillow_decode_us / decode_us:.1f}x",
     )
     return cells, met
 
@@ -147,6 +168,11 @@ def main() -> None:
         "speedup vs L1",
         "bytes vs L1",
         "target",
+        "attached",
+        "sent bytes",
+        "Pillow decode us",
+        "ours decode us",
+        "decode speedup",
     )
     rows, missed = [], []
     for name in names:

@@ -93,6 +93,11 @@ def test_images_that_differ_from_the_observation_are_caught():
     assert any("does not hold the observation's image 0" in f for f in found), found
 
 
+def test_attached_bytes_of_another_picture_are_caught():
+    found = failures_of(broken.AttachesOtherBytes(), rebuild=False)
+    assert any("image 0's attached PNG (attach_png) does not decode" in f for f in found), found
+
+
 def test_a_step_that_raises_on_garbage_is_caught():
     found = failures_of(broken.RaisesOnGarbage(), rebuild=False)
     assert any(

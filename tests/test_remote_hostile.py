@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import base64
 import json
+import struct
 import subprocess
 import sys
 import textwrap
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -18,9 +20,10 @@ import pytest
 from hostile_ws_server import HostileServer, Session, frame, png_of_zeros, well_behaved
 
 from vlm_envs.envs.config import MAX_IMAGE_SIDE
+from vlm_envs.imaging.decode import png_header
 from vlm_envs.protocol import EpisodeFinishedError
 from vlm_envs.remote import RemoteEnv, RemoteEnvError
-from vlm_envs.remote_wire import MAX_REPLY_PIXELS, png_size
+from vlm_envs.remote_wire import MAX_REPLY_PIXELS
 from vlm_envs.rewards import RewardError
 
 #: The issue's bomb: a 13000x13000 RGBA PNG of zeros, under 1 MB, 676 MB decoded.
@@ -30,12 +33,22 @@ BOMB_SIDE = 13000
 @pytest.fixture(scope="module")
 def bomb() -> str:
     data = png_of_zeros(BOMB_SIDE, BOMB_SIDE)
-    assert len(data) < 1 << 20 and png_size(data) == (BOMB_SIDE, BOMB_SIDE)
+    assert len(data) < 1 << 20 and png_header(data) == (BOMB_SIDE, BOMB_SIDE)
     return base64.b64encode(data).decode()
 
 
 def png_b64(width: int, height: int) -> str:
     return base64.b64encode(png_of_zeros(width, height)).decode()
+
+
+def corrupt_idat(width: int, height: int) -> bytes:
+    """A PNG whose every chunk's CRC holds, its image data not a deflate stream."""
+    png = png_of_zeros(width, height)
+    at = png.index(b"IDAT") - 4
+    (length,) = struct.unpack(">I", png[at : at + 4])
+    junk = b"\xff" * length
+    idat = struct.pack(">I", length) + b"IDAT" + junk + struct.pack(">I", zlib.crc32(b"IDAT" + junk))
+    return png[:at] + idat + png[at + 12 + length :]
 
 
 def mutate(change: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any], Session], dict[str, Any]]:
@@ -228,6 +241,26 @@ MALFORMED: dict[str, tuple[str, Any, str]] = {
         as_frame(mutate(setter("observation.images", [png_b64(MAX_IMAGE_SIDE, MAX_IMAGE_SIDE)] * 5))),
         f"more than {MAX_REPLY_PIXELS:,} pixels",
     ),
+    "image modes for other images": (
+        "reset",
+        as_frame(mutate(setter("observation.image_modes", ["RGB", "RGB"]))),
+        "'image_modes' must name one of",
+    ),
+    "an image mode PNG lacks": (
+        "reset",
+        as_frame(mutate(setter("observation.image_modes", ["CMYK"]))),
+        "'image_modes' must name one of",
+    ),
+    "an image of another mode": (  # png_b64 is RGBA; the reply says RGB
+        "reset",
+        as_frame(mutate(setter("observation.images", [png_b64(3, 5)]))),
+        "image 0 is a RGBA PNG, not the RGB it is said to be",
+    ),
+    "image data that does not inflate, under good CRCs": (
+        "reset",
+        as_frame(mutate(setter("observation.images", [base64.b64encode(corrupt_idat(3, 5)).decode()]))),
+        "image 0 does not decode: the PNG's image data does not inflate",
+    ),
     "too many images": (
         "reset",
         as_frame(mutate(setter("observation.images", [png_b64(1, 1)] * 17))),
@@ -378,8 +411,9 @@ def test_twelve_bombs_leave_the_clients_memory_where_it_was(bomb: str) -> None:
 
 
 def test_image_sizes_come_from_the_header_alone() -> None:
-    assert png_size(png_of_zeros(3, 5)) == (3, 5)
-    with HostileServer(on("reset", as_frame(mutate(setter("observation.images", [png_b64(3, 5)]))))) as url:
+    assert png_header(png_of_zeros(3, 5)) == (3, 5)
+    bare = mutate(lambda body: body["observation"].update(images=[png_b64(3, 5)], image_modes=None))
+    with HostileServer(on("reset", as_frame(bare))) as url:  # a server before image_modes
         env = RemoteEnv(url, "probe", timeout_s=10)
         obs, _ = env.reset(seed=1)
         assert obs.images[0].size == (3, 5) and obs.images[0].mode == "RGBA"

@@ -15,17 +15,17 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
-import io
 import json
 import math
 import random
-import struct
 from typing import Any, Literal
 
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vlm_envs.envs.config import MAX_IMAGE_SIDE
+from vlm_envs.imaging import PNG_MODES, attach_png
+from vlm_envs.imaging.decode import decode_png, png_header
 from vlm_envs.protocol import Observation
 from vlm_envs.serve.wire import MT_VERSION, RandomState
 
@@ -40,9 +40,6 @@ MAX_REPLY_DEPTH = 32
 MAX_REPLY_VALUES = 1_000_000
 #: The longest text of a server's taken into an error message.
 MAX_MESSAGE_CHARS = 300
-#: A PNG file's first 8 bytes, then its IHDR chunk: length 13, type, width and height (big endian).
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-_IHDR = struct.Struct(">I4sII")
 
 
 class MalformedReply(ValueError):
@@ -75,6 +72,8 @@ class ObservationFields(_Strict):
 
     text: str
     images: list[str] = Field(max_length=MAX_REPLY_IMAGES)
+    #: Each image's own mode (a PNG may be a palette form of it); absent from servers before it.
+    image_modes: list[str] | None = None
     image_slots: list[int]
     role: Literal["user", "tool"]
     metadata: dict[str, Any]
@@ -186,7 +185,7 @@ def parse_reply(data: dict[str, Any], op: Literal["reset", "step"]) -> Reply:
     try:
         obs = Observation(
             text=fields.text,
-            images=decode_images(fields.images),
+            images=decode_images(fields.images, fields.image_modes),
             role=fields.role,
             metadata=reply.metadata.observation_metadata,
             image_slots=tuple(fields.image_slots),
@@ -220,20 +219,18 @@ def parse_error(data: dict[str, Any]) -> ErrorData:
     return _validate(ErrorData, data)
 
 
-def png_size(data: bytes) -> tuple[int, int]:
-    """A PNG's ``(width, height)`` from its header, nothing decoded; :class:`MalformedReply` if
-    ``data`` does not start as a PNG does."""
-    if len(data) < len(PNG_SIGNATURE) + _IHDR.size or not data.startswith(PNG_SIGNATURE):
-        raise MalformedReply("not a PNG")
-    length, chunk, width, height = _IHDR.unpack_from(data, len(PNG_SIGNATURE))
-    if length != 13 or chunk != b"IHDR":
-        raise MalformedReply("not a PNG (no IHDR header first)")
-    return width, height
+#: The modes a decoded PNG converts to without loss: a palette's colours, 16-bit into 32-bit.
+_LOSSLESS_FROM = {"P": ("RGB", "RGBA", "L", "LA"), "I;16": ("I",)}
 
 
-def decode_images(images: list[str]) -> list[Image.Image]:
+def decode_images(images: list[str], modes: list[str] | None = None) -> list[Image.Image]:
     """Wire images (base64 PNGs) as loaded PIL images, each side at most ``MAX_IMAGE_SIDE`` and all
-    together at most :data:`MAX_REPLY_PIXELS`, both checked from the headers before any is decoded."""
+    together at most :data:`MAX_REPLY_PIXELS`, both checked from the headers before any is decoded.
+
+    ``modes`` (the reply's ``image_modes``) gives each image its own mode back (a palette PNG of an RGB
+    frame decodes to "P"). Each image keeps the bytes it came in (:func:`attach_png`): sent on, to an
+    engine or another server, it is not encoded again.
+    """
     files, total = [], 0
     for index, text in enumerate(images):
         try:
@@ -241,8 +238,8 @@ def decode_images(images: list[str]) -> list[Image.Image]:
         except (binascii.Error, ValueError):
             raise MalformedReply(f"image {index} is not base64") from None
         try:
-            width, height = png_size(data)
-        except MalformedReply as err:
+            width, height = png_header(data)
+        except ValueError as err:
             raise MalformedReply(f"image {index}: {err}") from None
         if not (0 < width <= MAX_IMAGE_SIDE and 0 < height <= MAX_IMAGE_SIDE):
             raise MalformedReply(
@@ -252,14 +249,21 @@ def decode_images(images: list[str]) -> list[Image.Image]:
         if total > MAX_REPLY_PIXELS:
             raise MalformedReply(f"the images of one reply hold more than {MAX_REPLY_PIXELS:,} pixels")
         files.append(data)
+    if modes is not None and (len(modes) != len(images) or not set(modes) <= PNG_MODES):
+        raise MalformedReply(f"'image_modes' must name one of {sorted(PNG_MODES)} for each image")
     decoded = []
     for index, data in enumerate(files):
         try:
-            image = Image.open(io.BytesIO(data), formats=["PNG"])
-            image.load()
-        except Exception as err:  # Pillow raises its own ways on a corrupt file; each is a bad image
-            raise MalformedReply(f"image {index} does not decode: {one_line(err)}") from None
-        decoded.append(image)
+            image = decode_png(data)
+        except ValueError as err:
+            raise MalformedReply(f"image {index} does not decode: {err}") from None
+        if modes is not None and image.mode != modes[index]:
+            if modes[index] not in _LOSSLESS_FROM.get(image.mode, ()):
+                raise MalformedReply(
+                    f"image {index} is a {image.mode} PNG, not the {modes[index]} it is said to be"
+                )
+            image = image.convert(modes[index])
+        decoded.append(attach_png(image, data))
     return decoded
 
 

@@ -1,5 +1,6 @@
 """OpenEnv's own client (``openenv`` 0.10.0, its ``GenericEnvClient`` over ``/ws``) plays Sokoban and
-Geo3k against ``vlm-envs serve`` unchanged; its images decode to the pixels the env drew in process. The
+Geo3k against ``vlm-envs serve`` unchanged; its images decode to the pixels the env drew in process (a
+Sokoban frame as the palette PNG its env attached: converted to its ``image_modes`` entry, it is the frame). The
 reply's metadata is in the observation too, where ``openenv-core`` 0.3.0's client finds it (that client
 itself runs in tests/tiers/test_openenv.py, in its own tier: both install the ``openenv`` package)."""
 
@@ -15,10 +16,11 @@ from PIL import Image
 from vlm_envs import build_env
 
 
-def decoded(data: str) -> tuple:
-    # as TRL's OpenEnv examples read an image field: Image.open(BytesIO(b64decode(...)))
-    image = Image.open(io.BytesIO(base64.b64decode(data)))
-    return image.mode, image.size, image.tobytes()
+def decoded(observation: dict) -> list[tuple]:
+    # as TRL's OpenEnv examples read an image field: Image.open(BytesIO(b64decode(...))), then the mode
+    images = [Image.open(io.BytesIO(base64.b64decode(data))) for data in observation["images"]]
+    images = [im.convert(mode) for im, mode in zip(images, observation["image_modes"], strict=True)]
+    return [(image.mode, image.size, image.tobytes()) for image in images]
 
 
 def drawn(image: Image.Image) -> tuple:
@@ -36,14 +38,14 @@ def test_openenv_client_plays_an_episode(every_env_server, name, seed):
         assert result.metadata["observation_metadata"] == obs.metadata  # Geo3k's problem id
         assert result.metadata["system_prompt"] == local.system_prompt()
         assert result.metadata["tools"] == local.tools()
-        assert [decoded(d) for d in result.observation["images"]] == [drawn(i) for i in obs.images]
+        assert decoded(result.observation) == [drawn(i) for i in obs.images]
         assert obs.images, "both envs show an image first"
         for _ in range(12):
             reply = local.oracle_response()
             obs, done, info = local.step(reply)
             result = client.step({"text": reply})
             assert result.observation["text"] == obs.text
-            assert [decoded(d) for d in result.observation["images"]] == [drawn(i) for i in obs.images]
+            assert decoded(result.observation) == [drawn(i) for i in obs.images]
             assert (result.reward, result.done) == (info.reward, done)
             assert result.metadata["metrics"] == info.metrics
             assert result.observation["metadata"] == result.metadata

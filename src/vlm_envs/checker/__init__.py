@@ -59,7 +59,8 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
     Each failure starts with the name of its check:
 
     - ``types``: ``reset``/``step`` return the protocol's types, rewards and metrics are finite, and
-      ``format_observation`` gives one chat message whose image parts are the observation's images;
+      ``format_observation`` gives one chat message whose image parts are the observation's images,
+      and a PNG attached to an image (:func:`vlm_envs.imaging.attach_png`) decodes to its pixels;
     - ``determinism``: every seeded episode replays exactly (image bytes included) on several seeds:
       ``seed``, ``seed + 1``, ``seed + 2`` and the largest allowed, ``2**64 - 1``;
     - ``unseeded resets``: ``reset()`` without a seed works, plays another episode each time where the

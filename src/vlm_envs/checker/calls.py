@@ -15,6 +15,8 @@ from PIL import Image
 from pydantic import ValidationError
 
 from vlm_envs.envs.config import MAX_TURNS
+from vlm_envs.imaging import attached_png
+from vlm_envs.imaging.decode import decode_png
 from vlm_envs.protocol import Env, Observation, StepInfo
 
 #: Responses no env may crash or hang on. Model output is hostile input.
@@ -131,9 +133,27 @@ def _check_observation(where: str, env: Env, obs: Any) -> list[str]:
             isinstance(im, Image.Image) and im.width > 0 and im.height > 0 and im.mode in ("RGB", "RGBA", "L")
         )
     ]
+    failures += [
+        f"{where}: image {i}'s attached PNG (attach_png) does not decode to the image's pixels. "
+        "Attach the bytes of exactly this image, or none."
+        for i, im in enumerate(obs.images)
+        if not failures and not _attached_png_holds(im)
+    ]
     message = env.format_observation(obs)
     hint = "Return one chat message with the observation's parts, as Env.format_observation does."
     return failures + [f"{where}: format_observation {p}. {hint}" for p in _message_problems(message, obs)]
+
+
+def _attached_png_holds(image: Image.Image) -> bool:
+    """Whether the PNG attached to ``image`` (if any) decodes to its pixels, in its mode or a palette."""
+    png = attached_png(image)
+    if png is None:
+        return True
+    try:
+        decoded = decode_png(png)
+    except ValueError:
+        return False
+    return decoded.mode in (image.mode, "P") and decoded.convert(image.mode).tobytes() == image.tobytes()
 
 
 def _message_problems(message: Any, obs: Observation) -> list[str]:

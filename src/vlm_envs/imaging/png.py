@@ -75,7 +75,23 @@ def encode_png(image: Image.Image) -> bytes:
         rows = _rows(image)
         if (key := _transparent_key(image, depth)) is not None:
             chunks.append(_chunk(b"tRNS", key))
-    header = struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, 0)
+    return _file(width, depth, colour, chunks, rows)
+
+
+def encode_indexed(rows: np.ndarray, width: int, depth: int, palette: bytes) -> bytes:
+    """A palette PNG from rows of indices already packed at ``depth`` bits (uint8, one row per line),
+    for an env that draws its frames as palette indices; ``palette`` is the PLTE data (RGB triples)."""
+    return _file(width, depth, _LAYOUTS["P"][1], [_chunk(b"PLTE", palette)], rows)
+
+
+def is_truecolour(png: bytes) -> bool:
+    """Whether ``png`` (a PNG file's bytes) holds 8-bit RGB, from its header."""
+    return png[24:26] == b"\x08\x02"
+
+
+def _file(width: int, depth: int, colour: int, chunks: list[bytes], rows: np.ndarray) -> bytes:
+    """The PNG file: header, ``chunks`` (palette, transparency), the deflated ``rows``, end."""
+    header = struct.pack(">IIBBBBB", width, rows.shape[0], depth, colour, 0, 0, 0)
     return b"".join(
         [_SIGNATURE, _chunk(b"IHDR", header), *chunks, _chunk(b"IDAT", _idat(rows)), _chunk(b"IEND", b"")]
     )

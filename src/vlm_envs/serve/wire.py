@@ -16,10 +16,12 @@ format, but its client drops the reply's top-level ``metadata``):
 - A refused session gets an error frame (code ``CAPACITY_REACHED``), then the socket closes.
 
 Ours on top: the action is ``{"text": <the model's whole reply>}``. The observation is
-``{"text", "images", "image_slots", "role", "metadata"}``, each image a base64 PNG string (no data
-URI prefix), the shape of OpenEnv's image-carrying envs (Atari's screen, Carla's ``camera_image``:
-base64 strings TRL's OpenEnv examples decode with ``Image.open(BytesIO(b64decode(...)))``), lossless
-in the image's own mode. The reply's ``metadata`` holds the step's ``metrics``, ``status``
+``{"text", "images", "image_modes", "image_slots", "role", "metadata"}``, each image a base64 PNG
+string (no data URI prefix), the shape of OpenEnv's image-carrying envs (Atari's screen, Carla's
+``camera_image``: base64 strings TRL's OpenEnv examples decode with
+``Image.open(BytesIO(b64decode(...)))``), lossless: a PNG its env attached may be a palette form of an
+RGB frame, so ``image_modes`` gives each image's own mode (``convert`` to it gives the image back).
+The reply's ``metadata`` holds the step's ``metrics``, ``status``
 (``running``/``terminated``/``truncated``), ``terminated``, ``truncated``, ``info``,
 ``episode_reward``, ``session_id`` and the env's own observation metadata (``observation_metadata``);
 a reset's also the env's ``reset_info``, ``system_prompt`` and ``tools``. The observation's
@@ -46,7 +48,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from vlm_envs.imaging import lossless_png
+from vlm_envs.imaging import lossless_png, stored_mode
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Observation, StepInfo
 
@@ -75,6 +77,9 @@ class WireObservation(BaseModel):
 
     text: str
     images: list[str] = Field(description="base64 PNG images, lossless, in display order")
+    image_modes: list[str] = Field(
+        description="each image's mode: a PNG may decode to a palette ('P') form of it; convert to this"
+    )
     image_slots: list[int] = Field(description="character offsets into text where each image stands")
     role: Literal["user", "tool"]
     metadata: dict[str, Any] = Field(
@@ -164,6 +169,7 @@ def observation_fields(obs: Observation, metadata: Mapping[str, Any]) -> dict[st
     return {
         "text": obs.text,
         "images": [base64.b64encode(lossless_png(image)).decode("ascii") for image in obs.images],
+        "image_modes": [stored_mode(image) for image in obs.images],
         "image_slots": list(obs.image_slots),
         "role": obs.role,
         "metadata": metadata,

@@ -12,6 +12,7 @@ import numpy as np
 
 from toyenvs.colors import COLORS, ColorsEnv
 from vlm_envs import Observation, StepInfo
+from vlm_envs.imaging import attach_png, encode_png
 
 
 class UnseededReset(ColorsEnv):
@@ -37,6 +38,16 @@ class SwapsImages(ColorsEnv):
             if part["type"] == "image":
                 part["image"] = part["image"].rotate(90)
         return {"role": obs.role, "content": parts}
+
+
+class AttachesOtherBytes(ColorsEnv):
+    """Attaches to its image the PNG of another picture."""
+
+    def reset(self, seed: int | None = None):
+        obs, info = super().reset(seed=seed)
+        for image in obs.images:
+            attach_png(image, encode_png(image.rotate(90)))
+        return obs, info
 
 
 class RaisesOnGarbage(ColorsEnv):

@@ -1,21 +1,20 @@
 """Sokoban frames: a tile atlas drawn once, a cached static background, frames cached by state.
 
 Tiles are drawn in a fixed 12-colour palette without anti-aliasing, so a frame is also a palette
-image: its PNG is written directly from packed 4-bit scanlines (8-bit for odd cell sizes) of the
-cached background with the moving tiles copied in, deflated at zlib level 1; it decodes to exactly
-the RGB frame, at a fraction of the cost of encoding RGB. Frames, PNG bytes and data URIs are kept
-in process-wide caches bounded in bytes, keyed by (layout, cell size, state); cached frames are
-shared, so treat them as read-only.
+image: its PNG is written directly from packed 4-bit rows (8-bit for odd cell sizes) of the cached
+background with the moving tiles copied in (:func:`vlm_envs.imaging.png.encode_indexed`); it decodes
+to exactly the RGB frame, at a fraction of the cost and bytes of encoding RGB. Each frame carries its
+PNG (:func:`vlm_envs.imaging.attach_png`, made on first need), so whoever ships the frame sends these
+bytes. Frames, PNG bytes and data URIs are kept in process-wide caches bounded in bytes, keyed by
+(layout, cell size, state); cached frames are shared and read-only.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
-import struct
 import threading
 import weakref
-import zlib
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -34,10 +33,11 @@ from vlm_envs.envs.sokoban.board import (
     Layout,
     State,
 )
+from vlm_envs.imaging import attach_png
+from vlm_envs.imaging.png import encode_indexed
 
 #: Qwen2.5-VL's merged patch: 14 px patches x merge size 2 (Qwen3-VL: 16 x 2 = 32).
 DEFAULT_CELL_SIZE = 28
-PNG_COMPRESS_LEVEL = 1
 
 _PALETTE = [
     (236, 228, 206),  # 0 floor
@@ -55,33 +55,12 @@ _PALETTE = [
 ]
 FLOOR_C, SEAM, WALL_C, MORTAR, RED, BOX_C, BOX_EDGE, DONE_C, DONE_EDGE, BLUE, NAVY, WHITE = range(12)
 _FLAT_PALETTE = [v for rgb in _PALETTE for v in rgb]
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-_PNG_PALETTE_TYPE = 3
+_PLTE = bytes(_FLAT_PALETTE)
 
 
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-
-
-def encode_palette_png(scanlines: bytes, width: int, height: int, bits: int) -> bytes:
-    """A PNG of palette indices: ``scanlines`` are rows, each a 0 (no filter) byte + packed pixels."""
-    header = struct.pack(">IIBBBBB", width, height, bits, _PNG_PALETTE_TYPE, 0, 0, 0)
-    return b"".join(
-        (
-            _PNG_SIGNATURE,
-            _png_chunk(b"IHDR", header),
-            _png_chunk(b"PLTE", bytes(_FLAT_PALETTE)),
-            _png_chunk(b"IDAT", zlib.compress(scanlines, PNG_COMPRESS_LEVEL)),
-            _png_chunk(b"IEND", b""),
-        )
-    )
-
-
-def _scanlines(indices: np.ndarray, bits: int) -> np.ndarray:
-    """Palette indices (H, W) packed at ``bits`` per pixel, each row led by a 0 filter byte."""
-    if bits == 4:
-        indices = (indices[:, 0::2] << 4) | indices[:, 1::2]
-    return np.concatenate([np.zeros((indices.shape[0], 1), np.uint8), indices], axis=1)
+def _packed(indices: np.ndarray, bits: int) -> np.ndarray:
+    """Palette indices (H, W) packed at ``bits`` (4 or 8) per pixel, as PNG rows hold them."""
+    return (indices[:, 0::2] << 4) | indices[:, 1::2] if bits == 4 else indices
 
 
 def _new_image(width: int, height: int, fill: int) -> Image.Image:
@@ -245,8 +224,8 @@ class Renderer:
             bg.paste(self.tiles[symbol], self._xy(cell))
         self.background_rgb = bg.convert("RGB")
         self._bits = 4 if cs % 2 == 0 else 8
-        self._bg_lines = _scanlines(np.asarray(bg), self._bits)
-        self._tile_lines = {s: _scanlines(np.asarray(t), self._bits)[:, 1:] for s, t in self.tiles.items()}
+        self._bg_lines = _packed(np.asarray(bg), self._bits)
+        self._tile_lines = {s: _packed(np.asarray(t), self._bits) for s, t in self.tiles.items()}
         self._key = (layout, cell_size)
         self.background_lines_bytes = self._bg_lines.nbytes
 
@@ -262,28 +241,28 @@ class Renderer:
         return cells
 
     def frame(self, state: State) -> Image.Image:
-        """The RGB frame of ``state`` (cached and shared: do not draw on it, copy it first)."""
+        """The RGB frame of ``state``, its PNG attached (cached, shared and read-only: a change to it
+        copies its pixels first)."""
 
         def draw() -> Image.Image:
             im = self.background_rgb.copy()
             for cell, symbol in self._moving(state):
                 im.paste(self.tiles_rgb[symbol], self._xy(cell))
-            return im
+            return attach_png(im, functools.partial(self.frame_png, state))
 
         return _frames.get_or_make((self._key, state), draw)
 
     def frame_png(self, state: State) -> bytes:
-        """PNG bytes of the frame (palette PNG, zlib level 1; decodes to :meth:`frame`), cached."""
+        """PNG bytes of the frame (a palette PNG; decodes to :meth:`frame`'s pixels), cached."""
 
         def encode() -> bytes:
             lines = self._bg_lines.copy()
             cs, width = self.cell_size, self.cell_size * self._bits // 8
             for cell, symbol in self._moving(state):
                 x, y = self._xy(cell)
-                x = 1 + x * self._bits // 8
+                x = x * self._bits // 8
                 lines[y : y + cs, x : x + width] = self._tile_lines[symbol]
-            layout = self.layout
-            return encode_palette_png(lines.tobytes(), layout.cols * cs, layout.rows * cs, self._bits)
+            return encode_indexed(lines, self.layout.cols * cs, self._bits, _PLTE)
 
         return _pngs.get_or_make((self._key, state), encode)
 

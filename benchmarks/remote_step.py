@@ -1,0 +1,154 @@
+"""The caller's CPU per step: a ``RemoteEnv`` against the same env in process, per env.
+
+Starts ``vlm-envs serve`` (the real command, a subprocess) with every env asked for, then plays the same
+episodes (seeds 0.., replies from ``random_response``) three ways in this process: the env in process;
+a ``RemoteEnv`` decoding images with ours (``vlm_envs.imaging.decode``); and the same ``RemoteEnv``
+decoding with Pillow's decoder, as it did before (the baseline, measured in the same run). CPU is this
+process's user+system time over the steps (``time.process_time``), not the server's; wall time per
+step is shown too. Images over the wire must equal the in-process ones, mode included.
+Run: ``PYTHONPATH=src .venv/bin/python benchmarks/remote_step.py [--steps N] [--only NAME ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from PIL import Image
+
+import vlm_envs.remote_wire
+from vlm_envs import Env, build_env, list_envs
+from vlm_envs.remote import RemoteEnv
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextmanager
+def server(names: list[str]) -> Iterator[str]:
+    """``vlm-envs serve NAMES`` on a free port; yields its URL once it answers."""
+    port = free_port()
+    command = [sys.executable, "-m", "vlm_envs.cli", "serve", *names, "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
+                    json.loads(answer.read())
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("the server did not start") from None
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(60)
+
+
+def pillow_decode(data: bytes) -> Image.Image:
+    image = Image.open(io.BytesIO(data), formats=["PNG"])
+    image.load()
+    return image
+
+
+@contextmanager
+def decoder(decode: Callable[[bytes], Image.Image] | None) -> Iterator[None]:
+    """The client decoding wire images with ``decode`` (``None``: as shipped)."""
+    shipped = vlm_envs.remote_wire.decode_png
+    if decode is not None:
+        vlm_envs.remote_wire.decode_png = decode  # the baseline: the client as it decoded before
+    try:
+        yield
+    finally:
+        vlm_envs.remote_wire.decode_png = shipped
+
+
+def play(env: Env, steps: int) -> tuple[float, float, list[bytes]]:
+    """CPU and wall seconds per step (resets included) over ``steps`` steps, and every image's pixels."""
+    pixels: list[bytes] = []
+    done, seed, count = True, 0, 0
+    rng = random.Random(0)
+    cpu, wall = time.process_time(), time.perf_counter()
+    while count < steps:
+        if done:
+            (obs, _), done = env.reset(seed=seed), False
+            seed += 1
+        else:
+            obs, done, _ = env.step(env.random_response(rng))
+            count += 1
+        pixels += [f"{im.mode}{im.size}".encode() + im.tobytes() for im in obs.images]
+    return (time.process_time() - cpu) / steps, (time.perf_counter() - wall) / steps, pixels
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").is_file() else []:
+        if line.startswith("model name"):
+            return line.partition(":")[2].strip()
+    return "unknown CPU"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=300, help="steps per env and way (default 300)")
+    parser.add_argument("--only", nargs="*", default=None, help="these envs only")
+    args = parser.parse_args()
+    names = args.only or [spec.name for spec in list_envs()]
+    header = (
+        "env",
+        "in process CPU us",
+        "remote CPU us (ours)",
+        "remote CPU us (Pillow decode)",
+        "CPU saved",
+        "remote vs in process",
+        "remote wall us (ours)",
+    )
+    rows = []
+    with server(names) as url:
+        for name in names:
+            local_cpu, _, local_pixels = play(build_env(name), args.steps)
+            measured = {}
+            for label, decode in (("ours", None), ("pillow", pillow_decode)):
+                remote = RemoteEnv(url, name, timeout_s=60)
+                with decoder(decode):
+                    cpu, wall, pixels = play(remote, args.steps)
+                remote.close()
+                assert pixels == local_pixels, f"{name}: the served images differ from the in-process ones"
+                measured[label] = (cpu, wall)
+            (ours, wall), (before, _) = measured["ours"], measured["pillow"]
+            rows.append(
+                (
+                    name,
+                    f"{local_cpu * 1e6:,.0f}",
+                    f"{ours * 1e6:,.0f}",
+                    f"{before * 1e6:,.0f}",
+                    f"{(before - ours) * 1e6:,.0f} us ({before / ours:.2f}x)",
+                    f"{ours / local_cpu:.1f}x",
+                    f"{wall * 1e6:,.0f}",
+                )
+            )
+    print("| " + " | ".join(header) + " |")
+    print("|" + "|".join("---" for _ in header) + "|")
+    for cells in rows:
+        print("| " + " | ".join(cells) + " |")
+    cpus = f"{cpu_model()}, {os.cpu_count()} CPUs"
+    print(f"\n{args.steps} steps per env and way; {cpus}; Pillow {Image.__version__}.")
+
+
+if __name__ == "__main__":
+    main()
