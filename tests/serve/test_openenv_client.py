@@ -1,9 +1,9 @@
 """OpenEnv's own client (``openenv`` 0.10.0, its ``GenericEnvClient`` over ``/ws``) plays Sokoban and
 Geo3k against ``vlm-envs serve`` unchanged; its images decode to the pixels the env drew in process (a
 Sokoban frame as the palette PNG its env attached: converted to its ``image_modes`` entry, it is the
-frame). The
-reply's metadata is in the observation too, where ``openenv-core`` 0.3.0's client finds it (that client
-itself runs in tests/tiers/test_openenv.py, in its own tier: both install the ``openenv`` package)."""
+frame). The reply's metadata is in the observation too, where ``openenv-core`` 0.3.0's client finds it
+(that client itself runs in tests/tiers/test_openenv.py, in its own tier: both install the ``openenv``
+package)."""
 
 from __future__ import annotations
 
