@@ -113,20 +113,20 @@ class Geo3kEnv(Env):
         return self._seeds.last
 
     def snapshot_config(self) -> dict[str, Any]:
-        """The knobs (the preset resolved) and a digest of the problems given, if any: a snapshot of one
-        sample's problem is refused by an env built for another."""
-        return {
+        """The knobs (the preset resolved; ``build_env`` takes them back) and a digest of the problems given,
+        if any: a snapshot of one sample's problem is refused by an env built for another."""
+        config: dict[str, Any] = {
             "max_turns": self.max_turns,
             "kinds": list(self.kinds),
             "image_size": self.image_size,
             "grade_timeout": self.grade_timeout,
-            "problems": self._problems_digest,
         }
+        if self._problems:
+            config["problems"] = self._problems_digest
+        return config
 
     @functools.cached_property
-    def _problems_digest(self) -> str | None:
-        if not self._problems:
-            return None
+    def _problems_digest(self) -> str:
         digest = hashlib.sha256()
         for p in self._problems:
             digest.update(json.dumps([p.text, p.answer, p.kind, p.source, p.id, p.solution]).encode())
