@@ -299,13 +299,13 @@ class Snapshots(Generic[ObsT]):
             previous = None
         try:
             return self.restore_state(state)
+        except SnapshotError:  # refused before anything changed
+            raise
         except Exception as err:  # replaying a forged episode can fail in any way the env fails
             if previous is not None:
                 self.restore_state(previous)
             else:
                 recorder_of(self).record = None
-            if isinstance(err, SnapshotError):
-                raise
             raise SnapshotError(f"the snapshot does not replay: {one_line(err, 200, typed=True)}") from err
 
     def snapshot_state(self) -> dict[str, Any]:
@@ -316,8 +316,9 @@ class Snapshots(Generic[ObsT]):
         return record.state()
 
     def restore_state(self, state: Any) -> ObsT:
-        """Set the episode to ``state`` (what :meth:`snapshot_state` gave, checked here) and return the
-        observation to answer next: by default ``reset`` with the seed and options, then the replies."""
+        """Set the episode to ``state`` (what :meth:`snapshot_state` gave) and return the observation to
+        answer next: by default ``reset`` with the seed and options, then the replies. Raise
+        :class:`SnapshotError` for a state refused before anything changed; any other error is undone."""
         record = EpisodeRecord.from_state(state)
         env: Any = self
         if record.options is None:
