@@ -18,7 +18,7 @@ from vlm_envs.checker.calls import UNICODE_DIGITS, lookalike_probes
 
 CHECK_NAMES = {"types", "determinism", "unseeded resets", "hostile replies", "step after the end"}
 CHECK_NAMES |= {"malformed replies end"}
-CHECK_NAMES |= {"oracle", "close", "rebuild"}
+CHECK_NAMES |= {"oracle", "close", "snapshot", "rebuild"}
 HOSTILE = "hostile replies: "
 
 
@@ -28,8 +28,8 @@ def failures_of(env, **kwargs) -> list[str]:
     return err.value.failures
 
 
-def test_a_good_env_passes_including_rebuild_in_another_process():
-    check_env(build_env("toyenvs.colors"))
+def test_a_good_env_passes_including_rebuild_and_snapshots_in_another_process():
+    assert check_env(build_env("toyenvs.colors"))[-2:] == ["snapshot", "rebuild"]
 
 
 def test_hostile_corpus_covers_the_required_kinds():
@@ -223,6 +223,17 @@ def test_hash_seeded_env_is_caught_by_the_rebuild_in_another_process():
     env = build_env("toyenvs.broken:HashSeeded")
     found = failures_of(env)
     assert any(f.startswith("rebuild: ") and "PYTHONHASHSEED" in f and "hash()" in f for f in found), found
+
+
+def test_a_restore_that_forgets_the_turns_taken_is_caught_with_the_turn_and_the_field():
+    expected = (
+        "snapshot: The snapshot at turn 1, restored {where}, differs at turn 3 (the next step) in 'done': "
+        "True uninterrupted, False restored. Make restore() give back the whole episode"
+    )
+    local = failures_of(broken.ForgetsTurnsTaken(), rebuild=False)
+    assert len(local) == 1 and local[0].startswith(expected.format(where="in this process")), local
+    found = failures_of(build_env("toyenvs.broken:ForgetsTurnsTaken"))
+    assert len(found) == 1 and found[0].startswith(expected.format(where="in another process")), found
 
 
 def test_nan_reward_is_caught():

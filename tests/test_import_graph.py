@@ -142,6 +142,7 @@ BASE = frozenset(
         "rewards",
         "episode_carrier",
         "errors",
+        "snapshot",
     }
 )
 _ROLLOUT_BELOW_ADAPTERS = {"rollout.core", "rollout.engines", "rollout.episode", "rollout.executors"}

@@ -6,12 +6,14 @@ from vlm_envs import registry
 from vlm_envs.gym import register_gym_env, register_gym_envs
 from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo
 from vlm_envs.registry import EnvSpec, UnknownEnvError, build_env, list_envs
+from vlm_envs.snapshot import SnapshotError
 
 __all__ = [
     "Env",
     "EnvSpec",
     "EpisodeFinishedError",
     "Observation",
+    "SnapshotError",
     "StepInfo",
     "UnknownEnvError",
     "build_env",

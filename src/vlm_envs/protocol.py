@@ -20,6 +20,8 @@ from typing import Any, ClassVar, Literal, TypedDict
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from vlm_envs.snapshot import Snapshots, recorder_of
+
 Role = Literal["user", "tool"]
 MetricValue = float | int | bool
 
@@ -209,7 +211,7 @@ def check_response_text(response: Any) -> str:
     return response
 
 
-class Env(abc.ABC):
+class Env(Snapshots[Observation], abc.ABC):
     """Base class of every environment.
 
     Subclasses implement :meth:`reset`, :meth:`step` and :meth:`episode_reward`; the rest has
@@ -217,7 +219,9 @@ class Env(abc.ABC):
 
     The protocol guards the door for every subclass: before a subclass's ``reset`` runs, ``seed``
     is checked (:func:`check_seed`) and ``options`` must be a mapping; before its ``step`` runs, a
-    reply that is not a ``str`` is refused with ``TypeError`` (:func:`check_response_text`).
+    reply that is not a ``str`` is refused with ``TypeError`` (:func:`check_response_text`). The
+    guards also record the episode's seed, options and replies, which give every seed-exact env
+    ``snapshot()`` and ``restore()`` (:class:`vlm_envs.snapshot.Snapshots`).
     """
 
     #: One-line description shown by ``vlm-envs list`` (defaults to the first docstring line).
@@ -316,7 +320,8 @@ def _guard_reset(reset: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(reset)
         async def aguarded(self: Env, seed: Any = None, options: Any = None) -> Any:
             args, kwargs = _checked_reset_args(self, takes_options, seed, options)
-            return await reset(self, *args, **kwargs)
+            with recorder_of(self).resetting(self, args[0], kwargs.get("options")):
+                return await reset(self, *args, **kwargs)
 
         aguarded._guarded = True  # type: ignore[attr-defined]
         return aguarded
@@ -324,7 +329,8 @@ def _guard_reset(reset: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(reset)
     def guarded(self: Env, seed: Any = None, options: Any = None) -> Any:
         args, kwargs = _checked_reset_args(self, takes_options, seed, options)
-        return reset(self, *args, **kwargs)
+        with recorder_of(self).resetting(self, args[0], kwargs.get("options")):
+            return reset(self, *args, **kwargs)
 
     guarded._guarded = True  # type: ignore[attr-defined]
     return guarded
@@ -335,14 +341,18 @@ def _guard_step(step: Callable[..., Any]) -> Callable[..., Any]:
 
         @functools.wraps(step)
         async def aguarded(self: Env, response_text: Any) -> Any:
-            return await step(self, check_response_text(response_text))
+            reply = check_response_text(response_text)
+            with recorder_of(self).stepping(reply):
+                return await step(self, reply)
 
         aguarded._guarded = True  # type: ignore[attr-defined]
         return aguarded
 
     @functools.wraps(step)
     def guarded(self: Env, response_text: Any) -> Any:
-        return step(self, check_response_text(response_text))
+        reply = check_response_text(response_text)
+        with recorder_of(self).stepping(reply):
+            return step(self, reply)
 
     guarded._guarded = True  # type: ignore[attr-defined]
     return guarded

@@ -3,7 +3,7 @@
 Each check turns a rule of the protocol into a message that names the check, says what happened and
 what to change. All failures are collected and raised together as one :class:`EnvCheckError`. The
 checks of single calls are in :mod:`~vlm_envs.checker.calls`, those of replay in
-:mod:`~vlm_envs.checker.replay`.
+:mod:`~vlm_envs.checker.replay`, that of snapshots in :mod:`~vlm_envs.checker.snapshots`.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from vlm_envs.checker.replay import (
     determinism_seeds,
     episode_fingerprint,
 )
+from vlm_envs.checker.snapshots import check_snapshots
 from vlm_envs.protocol import Env
 
 __all__ = [
@@ -77,6 +78,9 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
     - ``oracle``: where the env has ``oracle_response()``, it wins
       :data:`~vlm_envs.checker.calls.ORACLE_SEEDS` episodes;
     - ``close``: ``close()`` twice is fine;
+    - ``snapshot``: an episode snapshot at several turns (finished included) and restored into a fresh env,
+      in another process when ``rebuild`` (else into ``env``), goes on as the uninterrupted one: the turn
+      and the field that differ are named;
     - ``rebuild`` (when ``rebuild``): the env rebuilt from its spec in another process, with another
       ``PYTHONHASHSEED``, plays the same episodes for the determinism seeds.
     """
@@ -91,6 +95,7 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
         "malformed replies end": check_malformed_replies_end,
         "oracle": check_oracle,
         "close": check_close,
+        "snapshot": lambda e, s: check_snapshots(e, s, other_process=rebuild),
     }
     if type(env).oracle_response is Env.oracle_response:  # nothing to check: not listed as passed
         del checks["oracle"]

@@ -107,40 +107,63 @@ def check_unseeded(env: Env, seed: int) -> list[str]:
     return failures
 
 
-def check_rebuild(env: Env, seed: int) -> list[str]:
-    """The env rebuilt from its spec in another process (another ``PYTHONHASHSEED``) plays the
-    same episodes for the determinism seeds."""
+def rebuild_spec(env: Env) -> tuple[Any, str]:
+    """The spec another process rebuilds ``env`` from, and how to say it: its own, else its class with
+    default config."""
     from vlm_envs.registry import EnvSpec
 
-    spec, how = env.spec, "its spec"
-    if spec is None:
-        target = f"{type(env).__module__}:{type(env).__qualname__}"
-        spec, how = EnvSpec(name=target, target=target), "its class with default config (it has no spec)"
-    seeds = determinism_seeds(seed)
-    local = [episode_fingerprint(env, s) for s in seeds]
-    payload = pickle.dumps((spec, seeds))
-    hash_seed = str((int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 12345) % 4294967295)
-    environ = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "vlm_envs.checker.replay"],
-        input=payload,
+    if env.spec is not None:
+        return env.spec, "its spec"
+    target = f"{type(env).__module__}:{type(env).__qualname__}"
+    return EnvSpec(name=target, target=target), "its class with default config (it has no spec)"
+
+
+def other_process_hash_seed() -> str:
+    """The ``PYTHONHASHSEED`` of the other process: another one than this process's."""
+    return str((int(os.environ.get("PYTHONHASHSEED", "0") or 0) + 12345) % 4294967295)
+
+
+def run_other_process(module: str, payload: Any) -> subprocess.CompletedProcess[bytes]:
+    """Run ``python -m module`` with ``payload`` pickled on its stdin, this ``sys.path`` and another
+    ``PYTHONHASHSEED`` (:func:`other_process_hash_seed`)."""
+    environ = {
+        **os.environ,
+        "PYTHONHASHSEED": other_process_hash_seed(),
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", module],
+        input=pickle.dumps(payload),
         capture_output=True,
         env=environ,
         timeout=300,
     )
+
+
+def last_error_line(proc: subprocess.CompletedProcess[bytes]) -> str:
+    """The last line the other process wrote to stderr."""
+    return (proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["(no output)"])[0]
+
+
+def check_rebuild(env: Env, seed: int) -> list[str]:
+    """The env rebuilt from its spec in another process (another ``PYTHONHASHSEED``) plays the
+    same episodes for the determinism seeds."""
+    spec, how = rebuild_spec(env)
+    seeds = determinism_seeds(seed)
+    local = [episode_fingerprint(env, s) for s in seeds]
+    proc = run_other_process("vlm_envs.checker.replay", (spec, seeds))
     if proc.returncode != 0:
-        tail = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
         return [
-            f"Rebuilding the env from {how} in another process failed ({tail[0]}). Make the env "
-            "importable by module path and its config picklable."
+            f"Rebuilding the env from {how} in another process failed ({last_error_line(proc)}). Make the "
+            "env importable by module path and its config picklable."
         ]
     remote = proc.stdout.decode().split()
     differ = [s for s, a, b in zip(seeds, local, remote, strict=False) if a != b]
     if differ or len(remote) != len(local):
         return [
-            f"The env rebuilt from {how} in another process (PYTHONHASHSEED={hash_seed}) played a "
-            f"different episode for seed={(differ or seeds)[0]}. Avoid hash(), global RNGs and random "
-            "state drawn when the env is built."
+            f"The env rebuilt from {how} in another process (PYTHONHASHSEED={other_process_hash_seed()}) "
+            f"played a different episode for seed={(differ or seeds)[0]}. Avoid hash(), global RNGs and "
+            "random state drawn when the env is built."
         ]
     return []
 

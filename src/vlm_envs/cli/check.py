@@ -15,7 +15,11 @@ def add(sub: argparse._SubParsersAction) -> None:
     """Register the ``check`` command."""
     check = sub.add_parser("check", help="run check_env, the conformance suite, on an env")
     add_env_options(check)
-    check.add_argument("--no-rebuild", action="store_true", help="skip rebuilding the env in another process")
+    check.add_argument(
+        "--no-rebuild",
+        action="store_true",
+        help="skip rebuilding the env in another process (snapshots are then restored in this one)",
+    )
     check.set_defaults(func=run)
 
 

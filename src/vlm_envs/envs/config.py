@@ -291,6 +291,8 @@ class EpisodeSeeds:
 
     def __init__(self) -> None:
         self._next: int | None = None
+        #: The seed of the latest episode (``None`` before the first): what a snapshot replays.
+        self.last: int | None = None
 
     def next(self, seed: int | None, first: int | None = None) -> int:
         """The seed of a new episode (``seed`` as ``reset`` was given it)."""
@@ -299,4 +301,5 @@ class EpisodeSeeds:
         if seed is None:
             seed = secrets.randbits(63)
         self._next = (seed + 1) % SEED_LIMIT
+        self.last = seed
         return seed

@@ -2,7 +2,8 @@
 
 An :class:`EpisodicEnv` takes its config (``config_class``) with keyword overrides at construction,
 applies a ``reset``'s ``options`` on top for one episode (:meth:`_configure`), picks its seed by gymnasium's
-rule (:meth:`_episode_seed`: an unseeded reset continues from the last seed), and keeps the running
+rule (:meth:`_episode_seed`: an unseeded reset continues from the last seed, which :meth:`episode_seed` tells
+a snapshot), and keeps the running
 episode in ``_ep``: an object with ``done`` and ``success``, ``None`` before the first ``reset`` and
 after ``close``. An env of one's own may use it too; the protocol needs none of it.
 """
@@ -59,6 +60,14 @@ class EpisodicEnv(Env, Generic[ConfigT, EpisodeT]):
     def _episode_seed(self, seed: int | None, first: int | None = None) -> int:
         """The seed a ``reset`` plays: ``seed``, else the one after the last (see :class:`EpisodeSeeds`)."""
         return self._seeds.next(seed, first)
+
+    def episode_seed(self) -> int | None:
+        """The seed the current episode plays (an unseeded ``reset`` continues from the last one)."""
+        return self._seeds.last
+
+    def snapshot_config(self) -> dict[str, Any]:
+        """The env's config (before any ``reset`` options, which a snapshot holds apart) as plain JSON."""
+        return self.base_config.model_dump(mode="json")
 
     def _episode(self) -> EpisodeT:
         """The current episode, over or not."""

@@ -164,3 +164,16 @@ def _any_reply_as_text(self: ColorsEnv, response_text: Any):
 
 
 AcceptsNonText.step = _any_reply_as_text  # type: ignore[method-assign]
+
+
+class ForgetsTurnsTaken(ColorsEnv):
+    """Restores a snapshot's episode but not the turns taken, so a restored episode outlives its turn cap
+    (its random replies never name the colour: every episode runs to the cap)."""
+
+    def random_response(self, rng: random.Random) -> str:
+        return "<answer>purple</answer>"
+
+    def restore_state(self, state: Any) -> Observation:
+        obs = super().restore_state(state)
+        self._turn = 0
+        return obs

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
 import json
 import random
 from collections.abc import Mapping, Sequence
@@ -105,6 +107,32 @@ class Geo3kEnv(Env):
         self._problems = [problem] if problem is not None else list(problems or [])
         self._seeds = EpisodeSeeds()
         self._episode: _Episode | None = None
+
+    def episode_seed(self) -> int | None:
+        """The seed the current episode plays (an unseeded ``reset`` continues from the last one)."""
+        return self._seeds.last
+
+    def snapshot_config(self) -> dict[str, Any]:
+        """The knobs (the preset resolved; ``build_env`` takes them back) and a digest of the problems given,
+        if any: a snapshot of one sample's problem is refused by an env built for another."""
+        config: dict[str, Any] = {
+            "max_turns": self.max_turns,
+            "kinds": list(self.kinds),
+            "image_size": self.image_size,
+            "grade_timeout": self.grade_timeout,
+        }
+        if self._problems:
+            config["problems"] = self._problems_digest
+        return config
+
+    @functools.cached_property
+    def _problems_digest(self) -> str:
+        digest = hashlib.sha256()
+        for p in self._problems:
+            digest.update(json.dumps([p.text, p.answer, p.kind, p.source, p.id, p.solution]).encode())
+            for image in p.images:
+                digest.update(f"{image.mode}{image.size}".encode() + image.tobytes())
+        return digest.hexdigest()
 
     @staticmethod
     def tools() -> list[dict[str, Any]]:
