@@ -2,10 +2,11 @@
 
 The server side is :class:`~vlm_envs.serve.pool.EnvWorkers`. Messages are pickled tuples: to the
 worker ``(op, call_id, session_id, payload)``; back ``(call_id, answer)``, an :class:`Answer` whose
-``body`` is the JSON bytes of the reply (``status`` 200) or a one-line error (any other status). Every
-piece of env work (building, reset, step, rendering, PNG and JSON encoding) happens here, never on the
-server's loop. A thread keeps the pipe drained while the main thread works, so the server never blocks
-writing.
+``body`` is the JSON bytes of the reply (``status`` 200) or a one-line error (any other status), each
+one frame on the pipe (:mod:`vlm_envs.serve.pipe`). Every piece of env work (building, reset, step,
+rendering, PNG and JSON encoding) happens here, never on the server's loop. The main thread reads a
+call and runs it, with no hand-off between threads: the server's end of the pipe never blocks on
+writing (it queues what the pipe does not take), so nothing needs to keep the pipe drained.
 
 Each call runs under the session's bounds (:mod:`vlm_envs.serve.limits`): past its deadline it answers
 504, out of memory (an allocation past the cap, or a session holding more than its budget afterwards)
@@ -24,13 +25,11 @@ import dataclasses
 import json
 import os
 import pickle
-import queue
 import random
 import signal
-import threading
+import socket
 import uuid
 from collections.abc import Callable, Mapping
-from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
 from vlm_envs.configured import EnvConfigError, build_configured_env
@@ -42,6 +41,7 @@ from vlm_envs.registry import get_spec
 from vlm_envs.rewards import RewardError, call_reward, check_reward
 from vlm_envs.serve.config import ServeConfig
 from vlm_envs.serve.limits import MIB, DeadlineExceeded, MemoryBudget, Watchdog
+from vlm_envs.serve.pipe import BlockingPipe
 from vlm_envs.serve.wire import RandomState, State, reply_body
 
 #: Added to a worker's niceness: the server's loop (every session's I/O) gets a core first.
@@ -328,31 +328,25 @@ def _checked(reward: Callable[[], float]) -> tuple[float | None, str | None]:
         return None, one_line(str(err))
 
 
-def worker_main(conn: Connection, served: Mapping[str, str], settings: WorkerSettings) -> None:
-    """A worker process: answer calls until the pipe closes or ``stop`` arrives."""
+def worker_main(sock: socket.socket, served: Mapping[str, str], settings: WorkerSettings) -> None:
+    """A worker process: answer the calls its pipe (``sock``) brings, each on this thread as it comes,
+    until the pipe closes or ``stop`` arrives."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle: it drains, then stops us
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
     for target in set(served.values()):  # imported now, so no call's deadline or budget pays for it
         with contextlib.suppress(Exception):  # an env that cannot load says why when a reset names it
             get_spec(target).load()
-    watchdog = Watchdog()
-    inbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-
-    def drain() -> None:
-        while True:
-            try:
-                inbox.put(conn.recv_bytes())
-            except (EOFError, OSError, MemoryError):  # the server is gone (or the pipe cannot be read)
-                inbox.put(None)
-                return
-
-    threading.Thread(target=drain, daemon=True, name="vlm-envs-serve-inbox").start()
+    pipe = BlockingPipe(sock)
+    watchdog = Watchdog(settings.call_deadline_s)  # one watch for every call: a call never waits on it
     budget = MemoryBudget(settings.session_memory_mib, settings.worker_memory_mib)  # after the imports
     worker = Worker(served, settings, watchdog, budget)
-    conn.send_bytes(pickle.dumps((-1, Answer(200, b"ready"))))
-    while (message := inbox.get()) is not None:
-        op, call_id, session_id, payload = pickle.loads(message)
+    pipe.send(pickle.dumps((-1, Answer(200, b"ready"))))
+    while True:
+        try:
+            op, call_id, session_id, payload = pickle.loads(pipe.recv())
+        except (EOFError, OSError, MemoryError):  # the server is gone (or the pipe cannot be read)
+            break
         if op == "stop":
             break
         try:
@@ -365,8 +359,8 @@ def worker_main(conn: Connection, served: Mapping[str, str], settings: WorkerSet
             refusal = Answer(503, b"the reply did not fit in the worker's memory", MEMORY)
             data = pickle.dumps((call_id, refusal))
         try:
-            conn.send_bytes(data)
-        except (EOFError, OSError):
+            pipe.send(data)
+        except OSError:
             break
     for session in worker.sessions.values():
         session.close()
