@@ -31,7 +31,8 @@ def test_a_full_socket_queues_writes_in_order_until_flushed():
         outbox.send(frame(payload))
     assert outbox  # the socket did not take it all: the rest waits, nothing blocked
     received: list[bytes] = []
-    reader = threading.Thread(target=lambda: received.extend(BlockingPipe(theirs).recv() for _ in payloads))
+    pipe = BlockingPipe(theirs)
+    reader = threading.Thread(target=lambda: received.extend(pipe.recv() for _ in payloads))
     reader.start()
     while outbox:
         outbox.flush()

@@ -14,6 +14,8 @@ import struct
 
 #: A frame's header: its payload's length in bytes.
 HEADER = struct.Struct("!Q")
+#: The most bytes one read of a pipe takes.
+READ_SIZE = 1 << 18
 
 
 def frame(payload: bytes) -> bytes:
@@ -82,29 +84,23 @@ class Outbox:
 
 
 class BlockingPipe:
-    """The worker's end: one frame at a time, each read or write waiting as long as it takes."""
+    """The worker's end: one payload at a time, each read or write waiting as long as it takes. A read
+    takes whatever has arrived, so payloads sent together cost one system call."""
 
     def __init__(self, sock: socket.socket) -> None:
         self._sock = sock
+        self._frames = Frames()
+        self._arrived: collections.deque[bytearray] = collections.deque()
 
     def recv(self) -> bytearray:
         """The next payload; ``EOFError`` once the other end has closed."""
-        (size,) = HEADER.unpack(self._read(HEADER.size))
-        return self._read(size)
+        while not self._arrived:
+            data = self._sock.recv(READ_SIZE)
+            if not data:
+                raise EOFError("the other end closed the pipe")
+            self._arrived.extend(self._frames.feed(data))
+        return self._arrived.popleft()
 
     def send(self, payload: bytes) -> None:
         """Write ``payload`` as one frame; ``OSError`` if the other end is gone."""
         self._sock.sendall(frame(payload))
-
-    def close(self) -> None:
-        self._sock.close()
-
-    def _read(self, size: int) -> bytearray:
-        data = bytearray(size)
-        view, got = memoryview(data), 0
-        while got < size:
-            count = self._sock.recv_into(view[got:])
-            if count == 0:
-                raise EOFError("the server closed the pipe")
-            got += count
-        return data

@@ -24,15 +24,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from vlm_envs.serve.limits import worker_environment
-from vlm_envs.serve.pipe import Frames, Outbox, frame
+from vlm_envs.serve.pipe import READ_SIZE, Frames, Outbox, frame
 from vlm_envs.serve.worker import Answer, WorkerSettings, worker_main
 
 #: How long a stopping worker gets before it is killed (seconds).
 STOP_TIMEOUT_S = 5.0
 #: Workers that end before they are ready, in a row, before the pool stops starting them.
 START_ATTEMPTS = 3
-#: The most bytes one read of a worker's pipe takes.
-READ_SIZE = 1 << 18
 #: The call id of a worker's first message: it has started (its imports are done).
 READY = -1
 
