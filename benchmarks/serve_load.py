@@ -50,12 +50,14 @@ OPENENV, OPENENV_2 = "OpenEnv create_app, 1 process", "OpenEnv create_app, uvico
 def servers(args: argparse.Namespace, max_sessions: int) -> list[Server]:
     """The servers to compare, not started yet."""
     found = []
-    for niceness in args.niceness:
-        command = [sys.executable, "-m", "vlm_envs.cli", "serve", "sokoban", "--port", "{port}"]
-        command += ["--max-sessions", str(max_sessions + 64)]
-        command += ["--workers", str(args.workers)] if args.workers else []
-        renice = None if niceness == WORKER_NICENESS else niceness
-        found.append(Server(f"vlm-envs serve, workers at nice {niceness}", command, renice))
+    for workers in args.workers:
+        for niceness in args.niceness:
+            command = [sys.executable, "-m", "vlm_envs.cli", "serve", "sokoban", "--port", "{port}"]
+            command += ["--max-sessions", str(max_sessions + 64)]
+            command += ["--workers", str(workers)] if workers else []
+            renice = None if niceness == WORKER_NICENESS else niceness
+            name = f"vlm-envs serve, {workers or 'default'} workers at nice {niceness}"
+            found.append(Server(name, command, renice))
     if not args.no_openenv:
         uvicorn = [sys.executable, "-m", "uvicorn", "openenv_sokoban:app", "--app-dir", str(BENCHMARKS)]
         uvicorn += ["--port", "{port}", "--log-level", "warning", "--backlog", "8192"]
@@ -149,12 +151,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20, help="steps per session and run, at least")
     parser.add_argument("--min-steps", type=int, default=2000, help="steps per run, at least (all sessions)")
     parser.add_argument("--rounds", type=int, default=2, help="runs per server and session count")
-    parser.add_argument("--workers", type=int, default=None, help="vlm-envs serve's worker processes")
+    parser.add_argument("--workers", default="", help="vlm-envs serve's worker processes (default: serve's)")
     parser.add_argument("--niceness", default=str(WORKER_NICENESS), help="vlm-envs serve worker niceness(es)")
     parser.add_argument("--no-openenv", action="store_true", help="vlm-envs serve alone")
     args = parser.parse_args()
     counts = [int(n) for n in args.sessions.split(",")]
     args.niceness = [int(n) for n in args.niceness.split(",")]
+    args.workers = [int(n) for n in args.workers.split(",")] if args.workers else [0]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # two sockets a session, here and there
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4 * max(counts) + 4096)), hard))
 
@@ -179,7 +182,8 @@ def main() -> None:
     print(f"sokoban ({json.dumps(CONFIG)}); {args.rounds} round(s), interleaved; client: one asyncio process")
     for sessions, loads in results.items():
         table(sessions, loads, cpu)
-    verdicts(results, everyone[0].name)
+    for server in everyone[: len(everyone) - (0 if args.no_openenv else 2)]:
+        verdicts(results, server.name)
     print("\nServer RSS at the end (MB): " + "; ".join(f"{k} {v:,.0f}" for k, v in memory.items()))
 
     baseline_steps = 2000
