@@ -1,16 +1,26 @@
-"""Served sessions under load: thousands of concurrent WebSocket sessions of Sokoban vision on one box.
+"""Served sessions under load: ``vlm-envs serve`` against OpenEnv's own server hosting the same env.
 
-Starts ``vlm-envs serve sokoban`` (the real command, a subprocess), opens ``--sessions`` WebSocket
-sessions at once (OpenEnv's ``/ws`` protocol: one connection, one session), resets each, then every
-session steps ``--steps`` times concurrently, replies drawn from the four moves (a finished episode is
-reset and counted apart). A request fails on an error frame, a dropped connection or a timeout; the
-goal is 0 failed. The baseline, measured in the same run: the same env (same config and replies)
-stepped in this process, alone, and stepped then encoded as the server encodes a reply (PNG, base64,
-JSON). Step latency is send-to-reply as the client sees it, queueing included; steps/s is all
-sessions' steps over the stepping phase's wall time. RSS is the server and its workers at the end.
+The servers, each a subprocess started once, then driven in turn by the same client in this process:
 
-Run (the issue's goal; the lead's command): ``PYTHONPATH=src .venv/bin/python benchmarks/serve_load.py
---sessions 2048 --steps 20``; a smaller run while the machine is shared: ``--sessions 256 --steps 5``.
+- ``vlm-envs serve sokoban`` (the real command; ``--workers``: serve's default, one per CPU), once per
+  worker niceness in ``--niceness`` (a value other than serve's own ``WORKER_NICENESS`` is set by
+  renicing its workers once started, which takes root to lower);
+- OpenEnv 0.10's own server (``create_app``) hosting the same env, from the same code, with the same
+  PNG per observation (``benchmarks/openenv_sokoban.py``) on uvicorn: one process, and ``--workers 2``.
+
+For each count in ``--sessions``, ``--rounds`` times, every server in turn (the order rotated each
+round): open that many WebSocket sessions (OpenEnv's ``/ws`` protocol: one connection, one session),
+reset each, then every session steps concurrently, replies drawn from the four moves (a finished
+episode is reset and counted apart). A request fails on an error frame, a dropped connection or a
+timeout; the goal is 0 failed. Latency is send-to-reply as the client sees it, queueing included;
+steps/s is all sessions' steps over the stepping phase's wall time; server CPU per step is the user +
+system CPU of the server's whole process tree (read from ``/proc``) over the stepping phase, per step.
+Rounds are pooled. Ratios are against OpenEnv in one process and under ``uvicorn --workers 2``,
+measured in the same run, on the CPU the table names. Also in the same run: the same env stepped in
+this process, alone, and stepped then encoded as the server encodes a reply (PNG, base64, JSON).
+
+Run: ``PYTHONPATH=src .venv/bin/python benchmarks/serve_load.py --sessions 1,64,1024 --rounds 3``
+(needs ``pip install --no-deps openenv==0.10.0`` beside the ``openenv-client`` extra, as the tests have it).
 """
 
 from __future__ import annotations
@@ -18,113 +28,43 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import resource
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
-from websockets.asyncio.client import connect
 
+from load_client import Load, Server, cpu_model, drive, free_port
 from vlm_envs import build_env
 from vlm_envs.serve.wire import reply_body
+from vlm_envs.serve.worker import WORKER_NICENESS
 
 CONFIG = {"grid_size": [6, 6], "num_boxes": 1, "render_mode": "vision"}
 MOVES = ["<answer>Up</answer>", "<answer>Down</answer>", "<answer>Left</answer>", "<answer>Right</answer>"]
-TIMEOUT_S = 300.0
+BENCHMARKS = Path(__file__).resolve().parent
+OPENENV, OPENENV_2 = "OpenEnv create_app, 1 process", "OpenEnv create_app, uvicorn --workers 2"
 
 
-class Load:
-    """What the sessions saw: step latencies (s), failures with their first reason, resets."""
-
-    def __init__(self) -> None:
-        self.latencies: list[float] = []
-        self.failed = 0
-        self.first_error: str | None = None
-        self.resets = 0
-
-    def fail(self, why: str) -> None:
-        self.failed += 1
-        self.first_error = self.first_error or why
-
-
-async def request(ws, message: dict, load: Load) -> dict | None:
-    """One request; ``None`` (and a failure counted) unless an observation came back."""
-    try:
-        await ws.send(json.dumps(message))
-        reply = json.loads(await asyncio.wait_for(ws.recv(), TIMEOUT_S))
-    except Exception as err:
-        load.fail(f"{type(err).__name__}: {err}")
-        return None
-    if reply.get("type") != "observation":
-        load.fail(str(reply.get("data")))
-        return None
-    return reply["data"]
-
-
-class Gate:
-    """Every session waits here until all of them are open, then until stepping starts."""
-
-    def __init__(self, sessions: int) -> None:
-        self.waiting = sessions
-        self.all_open = asyncio.Event()
-        self.go = asyncio.Event()
-
-    async def opened(self) -> None:
-        self.waiting -= 1
-        if self.waiting == 0:
-            self.all_open.set()
-        await self.go.wait()
-
-
-async def session(url: str, index: int, steps: int, gate: Gate, load: Load) -> None:
-    rng = random.Random(index)
-    reset = {"type": "reset", "data": {"env": "sokoban", "seed": index, "config": CONFIG}}
-    try:
-        ws = await connect(url, open_timeout=TIMEOUT_S, ping_interval=None, max_size=None, compression=None)
-    except Exception as err:
-        load.fail(f"connect: {type(err).__name__}: {err}")
-        await gate.opened()
-        return
-    async with ws:
-        ok = await request(ws, reset, load) is not None
-        await gate.opened()  # every session is open and reset before any steps
-        for _ in range(steps if ok else 0):
-            start = time.perf_counter()
-            data = await request(ws, {"type": "step", "data": {"text": rng.choice(MOVES)}}, load)
-            if data is None:
-                return
-            load.latencies.append(time.perf_counter() - start)
-            if data["done"]:
-                load.resets += 1
-                if await request(ws, reset, load) is None:
-                    return
-
-
-async def drive(url: str, sessions: int, steps: int, server: int) -> tuple[Load, float, float, dict]:
-    """Open and reset every session, then step them all; also the CPU seconds the stepping took in
-    the server's loop, its workers and this client."""
-    load = Load()
-    gate = Gate(sessions)
-    started = time.perf_counter()
-    tasks = [asyncio.create_task(session(url, i, steps, gate, load)) for i in range(sessions)]
-    await gate.all_open.wait()
-    connect_s = time.perf_counter() - started
-    workers = process_tree(server)[1:]
-    before = (cpu_s(server), sum(map(cpu_s, workers)), client_cpu_s())
-    started = time.perf_counter()
-    gate.go.set()
-    await asyncio.gather(*tasks)
-    step_s = time.perf_counter() - started
-    after = (cpu_s(server), sum(map(cpu_s, workers)), client_cpu_s())
-    used = [b - a for a, b in zip(before, after, strict=True)]
-    cpu = dict(zip(("server loop", "workers", "client"), used, strict=True))
-    return load, connect_s, step_s, cpu
+def servers(args: argparse.Namespace, max_sessions: int) -> list[Server]:
+    """The servers to compare, not started yet."""
+    found = []
+    for workers in args.workers:
+        for niceness in args.niceness:
+            command = [sys.executable, "-m", "vlm_envs.cli", "serve", "sokoban", "--port", "{port}"]
+            command += ["--max-sessions", str(max_sessions + 64)]
+            command += ["--workers", str(workers)] if workers else []
+            renice = None if niceness == WORKER_NICENESS else niceness
+            name = f"vlm-envs serve, {workers or 'default'} workers at nice {niceness}"
+            found.append(Server(name, command, renice))
+    if not args.no_openenv:
+        uvicorn = [sys.executable, "-m", "uvicorn", "openenv_sokoban:app", "--app-dir", str(BENCHMARKS)]
+        uvicorn += ["--port", "{port}", "--log-level", "warning", "--backlog", "8192"]
+        env = {"OPENENV_MAX_SESSIONS": str(max_sessions + 64)}
+        found.append(Server(OPENENV, uvicorn, env=env))
+        found.append(Server(OPENENV_2, [*uvicorn, "--workers", "2"], env=env))
+    return found
 
 
 def in_process(steps: int, encode: bool) -> list[float]:
@@ -144,109 +84,117 @@ def in_process(steps: int, encode: bool) -> list[float]:
     return latencies
 
 
-def process_tree(pid: int) -> list[int]:
-    """``pid`` and its descendants."""
-    found, pending = [], [pid]
-    while pending:
-        current = pending.pop()
-        found.append(current)
-        try:
-            for task in Path(f"/proc/{current}/task").iterdir():
-                pending += [int(c) for c in (task / "children").read_text().split()]
-        except OSError:
-            continue
-    return found
+def percentiles(latencies: list[float]) -> tuple[float, float]:
+    """p50 and p99 in ms."""
+    if not latencies:
+        return 0.0, 0.0
+    p50, p99 = np.percentile(np.array(latencies) * 1e3, [50, 99])
+    return float(p50), float(p99)
 
 
-def rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and its descendants (MB)."""
-    total = 0
-    for current in process_tree(pid):
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            total += int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
-        except (OSError, StopIteration, ValueError):
-            continue
-    return total / 1024
+def ratio(ours: float, theirs: float) -> str:
+    return f"{ours / theirs:.2f}" if theirs else "-"
 
 
-def cpu_s(pid: int) -> float:
-    """CPU seconds (user + system) ``pid`` has used so far."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def client_cpu_s() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def row(name: str, sessions: int, latencies: list[float], failed: int, steps_per_s: float) -> str:
-    p50, p99 = (np.percentile(np.array(latencies) * 1e3, q) for q in (50, 99)) if latencies else (0.0, 0.0)
-    return (
-        f"| {name} | {sessions} | {len(latencies)} | {failed} | {p50:.2f} | {p99:.2f} | {steps_per_s:,.0f} |"
+def table(sessions: int, loads: dict[str, Load], cpu: str) -> None:
+    """One table: every server at ``sessions`` sessions, with ratios against both OpenEnv rows."""
+    print(f"\n{sessions} session(s), on {cpu}")
+    print(
+        "| server | sessions | steps | failed | step p50 ms | step p99 ms | steps/s | server CPU ms/step "
+        "| steps/s ÷ OpenEnv (1 proc / 2 workers) | CPU/step ÷ OpenEnv | p99 ÷ OpenEnv | CPU |"
     )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    bases = [loads.get(OPENENV), loads.get(OPENENV_2)]
+    for name, load in loads.items():
+        p50, p99 = percentiles(load.latencies)
+        columns = [name, sessions, len(load.latencies), load.failed, f"{p50:.2f}", f"{p99:.2f}"]
+        columns += [f"{load.steps_per_s:,.0f}", f"{load.server_cpu_ms:.3f}"]
+        for of in (lambda x: x.steps_per_s, lambda x: x.server_cpu_ms, lambda x: percentiles(x.latencies)[1]):
+            columns.append(" / ".join(ratio(of(load), of(b)) if b else "-" for b in bases))
+        columns.append(cpu)
+        print("| " + " | ".join(map(str, columns)) + " |")
+    for name, load in loads.items():
+        split = ", ".join(f"{k} {v:.3f}" for k, v in load.cpu_split_ms().items())
+        client = f"client {load.client_cpu_ms:.3f}"
+        print(f"  {name}: server CPU ms per step: {split}; {client}; {load.resets} resets")
+        if load.failed:
+            print(f"  {name}: first failure: {load.first_error}")
+
+
+def verdicts(results: dict[int, dict[str, Load]], ours: str) -> None:
+    """The issue's targets for ``ours``, met or missed, against OpenEnv measured here."""
+    print(f"\nTargets (issue 47), {ours}:")
+    for sessions, loads in results.items():
+        load, one, two = loads.get(ours), loads.get(OPENENV), loads.get(OPENENV_2)
+        if load is None or one is None or two is None:
+            continue
+        checks = [("CPU/step <= 0.5x OpenEnv's (1 proc)", load.server_cpu_ms <= 0.5 * one.server_cpu_ms)]
+        checks.append(
+            ("CPU/step <= 0.5x OpenEnv's (2 workers)", load.server_cpu_ms <= 0.5 * two.server_cpu_ms)
+        )
+        if sessions == 1:
+            checks.append(("steps/s >= OpenEnv's (1 proc)", load.steps_per_s >= one.steps_per_s))
+            checks.append(
+                ("p99 <= OpenEnv's (1 proc)", percentiles(load.latencies)[1] <= percentiles(one.latencies)[1])
+            )
+        else:
+            checks.append(
+                ("steps/s >= 1.8x OpenEnv's (2 workers)", load.steps_per_s >= 1.8 * two.steps_per_s)
+            )
+        said = "; ".join(f"{what}: {'met' if ok else 'missed'}" for what, ok in checks)
+        print(f"  {sessions} session(s): {said}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sessions", type=int, default=2048)
-    parser.add_argument("--steps", type=int, default=20, help="steps per session")
-    parser.add_argument(
-        "--workers", type=int, default=None, help="server worker processes (default: serve's)"
-    )
+    parser.add_argument("--sessions", default="1,64,1024", help="session counts, comma-separated")
+    parser.add_argument("--steps", type=int, default=20, help="steps per session and run, at least")
+    parser.add_argument("--min-steps", type=int, default=2000, help="steps per run, at least (all sessions)")
+    parser.add_argument("--rounds", type=int, default=2, help="runs per server and session count")
+    parser.add_argument("--workers", default="", help="vlm-envs serve's worker processes (default: serve's)")
+    parser.add_argument("--niceness", default=str(WORKER_NICENESS), help="vlm-envs serve worker niceness(es)")
+    parser.add_argument("--no-openenv", action="store_true", help="vlm-envs serve alone")
     args = parser.parse_args()
+    counts = [int(n) for n in args.sessions.split(",")]
+    args.niceness = [int(n) for n in args.niceness.split(",")]
+    args.workers = [int(n) for n in args.workers.split(",")] if args.workers else [0]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # two sockets a session, here and there
-    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4 * args.sessions + 1024)), hard))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 4 * max(counts) + 4096)), hard))
 
-    port = free_port()
-    command = [sys.executable, "-m", "vlm_envs.cli", "serve", "sokoban", "--port", str(port)]
-    command += ["--max-sessions", str(args.sessions + 64)]
-    command += ["--workers", str(args.workers)] if args.workers else []
-    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    everyone = servers(args, max(counts))
+    results: dict[int, dict[str, Load]] = {}
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
-                    workers = json.loads(answer.read())["workers"]
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("the server did not start") from None
-                time.sleep(0.2)
-        url = f"ws://127.0.0.1:{port}/ws"
-        load, connect_s, step_s, cpu = asyncio.run(drive(url, args.sessions, args.steps, server.pid))
-        memory = rss_mb(server.pid)
+        for server in everyone:
+            server.start(free_port())
+        for sessions in counts:
+            loads = results[sessions] = {server.name: Load() for server in everyone}
+            steps = max(args.steps, -(-args.min_steps // sessions))
+            for round_ in range(args.rounds):
+                turn = round_ % len(everyone)
+                for server in everyone[turn:] + everyone[:turn]:
+                    asyncio.run(drive(server, sessions, steps, CONFIG, MOVES, loads[server.name]))
+        memory = {server.name: server.rss_mb() for server in everyone}
     finally:
-        server.terminate()
-        server.wait(60)
+        for server in everyone:
+            server.stop()
 
-    baseline_steps = max(200, min(2000, args.sessions * args.steps // 4))
+    cpu = cpu_model()
+    print(f"sokoban ({json.dumps(CONFIG)}); {args.rounds} round(s), interleaved; client: one asyncio process")
+    for sessions, loads in results.items():
+        table(sessions, loads, cpu)
+    for server in everyone[: len(everyone) - (0 if args.no_openenv else 2)]:
+        verdicts(results, server.name)
+    print("\nServer RSS at the end (MB): " + "; ".join(f"{k} {v:,.0f}" for k, v in memory.items()))
+
+    baseline_steps = 2000
     alone, encoded = in_process(baseline_steps, False), in_process(baseline_steps, True)
-    print(
-        f"vlm-envs serve sokoban ({CONFIG}), {workers} worker(s), {os.cpu_count()} CPUs; "
-        f"{args.sessions} sessions opened and reset in {connect_s:.1f} s; server RSS {memory:,.0f} MB; "
-        f"{load.resets} episodes ended and were reset"
-    )
+    print(f"\nIn this process, on {cpu}:")
     print("| path | sessions | steps | failed | step p50 ms | step p99 ms | steps/s |")
     print("|---|---|---|---|---|---|---|")
-    print(row("served, WebSocket", args.sessions, load.latencies, load.failed, len(load.latencies) / step_s))
-    print(row("in process, env.step", 1, alone, 0, len(alone) / sum(alone)))
-    print(row("in process, step + wire encoding", 1, encoded, 0, len(encoded) / sum(encoded)))
-    steps = max(1, len(load.latencies))
-    print("CPU ms per served step: " + ", ".join(f"{k} {v * 1e3 / steps:.2f}" for k, v in cpu.items()))
-    if load.failed:
-        print(f"first failure: {load.first_error}")
+    for name, latencies in (("in process, env.step", alone), ("in process, step + wire encoding", encoded)):
+        p50, p99 = percentiles(latencies)
+        rate = len(latencies) / sum(latencies)
+        print(f"| {name} | 1 | {len(latencies)} | 0 | {p50:.2f} | {p99:.2f} | {rate:,.0f} |")
 
 
 if __name__ == "__main__":

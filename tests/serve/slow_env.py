@@ -3,6 +3,8 @@ and config keys play what a hostile or broken env does (see :class:`SlowEnv`).""
 
 from __future__ import annotations
 
+import os
+import pickle
 import signal
 import time
 from typing import Any
@@ -97,3 +99,15 @@ def build_env(sample: Any = None, args: Any = None, **config: Any) -> SlowEnv:
 def worker_that_cannot_start(conn: Any, served: Any, settings: Any) -> None:
     """A serve worker process that ends before it is ready (as one whose imports fail)."""
     raise SystemExit(3)
+
+
+def worker_that_answers_once_and_exits(sock: Any, served: Any, settings: Any) -> None:
+    """A serve worker process that answers its first call (``"last words"``) and ends at once after."""
+    from vlm_envs.serve.pipe import BlockingPipe
+    from vlm_envs.serve.worker import Answer
+
+    pipe = BlockingPipe(sock)
+    pipe.send(pickle.dumps((-1, Answer(200, b"ready"))))
+    _, call_id, _, _ = pickle.loads(pipe.recv())
+    pipe.send(pickle.dumps((call_id, Answer(200, b"last words"))))
+    os._exit(0)

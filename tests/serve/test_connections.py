@@ -28,7 +28,7 @@ from serve_support import SLOW_ENV, ServerThread
 from websockets.sync.client import ClientConnection, connect
 
 from vlm_envs.serve.config import ServeConfig, ServeConfigError
-from vlm_envs.serve.connections import raise_file_limit
+from vlm_envs.serve.connections import GuardedWebSocket, raise_file_limit
 
 #: Where the stalled connections come from: an address of their own, so the per-peer cap is theirs.
 ATTACKER = "127.0.0.2"
@@ -155,6 +155,32 @@ def test_a_call_slower_than_the_header_timeout_is_not_cut(hasty):
     assert answer.status_code == 200 and answer.json()["observation"]["text"] == "step 1"
 
 
+def test_a_websocket_is_read_on_while_its_client_waits_and_held_back_when_it_floods(hasty, monkeypatch):
+    """uvicorn stops reading a WebSocket at each message until the app takes it; ours only once
+    MESSAGES_AHEAD wait, so a client that waits for each reply is never paused, one that floods is."""
+    reading: list[bool] = []
+    queued = GuardedWebSocket.send_receive_event_to_app
+
+    def recorded(self: GuardedWebSocket) -> None:
+        queued(self)
+        reading.append(self.transport.is_reading())
+
+    monkeypatch.setattr(GuardedWebSocket, "send_receive_event_to_app", recorded)
+    step = json.dumps({"type": "step", "data": {"text": "go"}})
+    with session(port_of(hasty.url), "127.0.0.1") as ws:
+        reading.clear()
+        for _ in range(20):
+            ws.send(json.dumps({"type": "reset", "data": {"seed": 1, "config": {"turns": 1000}}}))
+            assert json.loads(ws.recv(timeout=30))["type"] == "observation"
+        assert reading == [True] * 20
+        reading.clear()
+        for _ in range(50):  # sent at once, none read yet: the app falls behind
+            ws.send(step)
+        texts = [json.loads(ws.recv(timeout=30))["data"]["observation"]["text"] for _ in range(50)]
+        assert texts == [f"step {n}" for n in range(1, 51)]
+        assert False in reading
+
+
 def test_connections_are_capped_per_peer_and_overall_websockets_included():
     config = ServeConfig(envs=(SLOW_ENV,), workers=1, max_connections=6, max_connections_per_peer=3)
     with ServerThread(config) as running, contextlib.ExitStack() as stack:
@@ -180,7 +206,7 @@ def test_the_file_limit_is_raised_and_a_cap_over_it_is_refused():
     script = (
         "import resource\n"
         "from vlm_envs.serve.config import ServeConfig\n"
-        "from vlm_envs.serve.connections import raise_file_limit\n"
+        "from vlm_envs.serve.connections import GuardedWebSocket, raise_file_limit\n"
         "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (min(1024, hard), hard))\n"
         "print(raise_file_limit(ServeConfig(max_connections=min(1024, hard) // 2)) == hard)\n"

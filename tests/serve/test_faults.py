@@ -194,7 +194,7 @@ def test_workers_that_cannot_start_stop_being_restarted_and_calls_say_why():
         assert pool.broken and "exit code 3" in pool.broken and pool._failed_starts == START_ATTEMPTS
         with pytest.raises(WorkerDied, match="cannot start"):
             await pool.call(0, pool.generation(0), "state", "s", None)
-        pool.close()
+        await pool.close()
 
     asyncio.run(main())
 

@@ -37,6 +37,8 @@ from vlm_envs.serve.metrics import ServeMetrics
 #: Files the server holds beside its connections (listening socket, logs, imports), plus per worker.
 FILE_MARGIN = 256
 FILES_PER_WORKER = 8
+#: Messages of a WebSocket that may wait for the app before the socket is no longer read.
+MESSAGES_AHEAD = 2
 
 
 class ConnectionGuard:
@@ -179,11 +181,24 @@ class GuardedHttp(_WriteStall, H11Protocol):
 
 class GuardedWebSocket(_WriteStall, WebSocketsSansIOProtocol):
     """uvicorn's WebSocket protocol (``websockets``' sans-I/O one): its connection keeps the place the
-    HTTP connection it was upgraded from took, until it closes."""
+    HTTP connection it was upgraded from took, until it closes.
+
+    uvicorn (0.54, ``websockets_sansio_impl``) stops reading the socket each time a message arrives and
+    reads again once the app has taken it: two ``epoll_ctl`` calls per message of a client that waits
+    for each reply. Here reading stops only while :data:`MESSAGES_AHEAD` messages wait for the app, so
+    a client sending without reading is still held back, one that waits is not.
+    """
 
     def __init__(self, guard: ConnectionGuard, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.guard = guard
+
+    def send_receive_event_to_app(self) -> None:
+        if self.queue.qsize() + 1 < MESSAGES_AHEAD:  # uvicorn pauses unless it reads its flag as paused
+            self.read_paused = True  # its receive() then resumes reading: a no-op on a reading socket
+        else:
+            self.read_paused = not self.transport.is_reading()
+        super().send_receive_event_to_app()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.stop_write_stall()

@@ -1,11 +1,11 @@
 """What bounds one call in a serve worker: a deadline (:class:`Watchdog`) and memory (:class:`MemoryBudget`).
 
 A worker runs its sessions' calls one at a time on its main thread. The watchdog ends a call that runs
-past its deadline: a thread of its own delivers :data:`DEADLINE_SIGNAL` to the main thread, whose handler
-raises :class:`DeadlineExceeded` there. A real signal also ends a blocking system call (opening a FIFO,
-``time.sleep``, a socket read); only C code that never returns to the interpreter, or that blocks the
-signal, runs on, and the server's call timeout kills the worker for that. ``SIGALRM`` and
-``setitimer`` are left alone (the answer checker's processes use ``ITIMER_REAL``).
+past its deadline: one thread of its own, for all calls, delivers :data:`DEADLINE_SIGNAL` to the main
+thread, whose handler raises :class:`DeadlineExceeded` there. A real signal also ends a blocking system
+call (opening a FIFO, ``time.sleep``, a socket read); only C code that never returns to the interpreter,
+or that blocks the signal, runs on, and the server's call timeout kills the worker for that. ``SIGALRM``
+and ``setitimer`` are left alone (the answer checker's processes use ``ITIMER_REAL``).
 
 The memory budget caps the worker's address space (``RLIMIT_AS``): its size once its imports are done
 plus the worker's budget, and during a call at most the session's budget above what was mapped when
@@ -49,16 +49,23 @@ class DeadlineExceeded(BaseException):
 
 class Watchdog:
     """Ends a call that runs past its deadline. Create it on the main thread; arm it per call with
-    :meth:`deadline`. A signal for a call that has ended raises nothing (each call has its own token)."""
+    :meth:`deadline`. A signal for a call that has ended raises nothing (each call has its own token).
 
-    def __init__(self, repeat_s: float = REPEAT_S) -> None:
+    One thread watches every call, and a call does not wake it: the thread sleeps until the deadline
+    of the call it last saw, or ``horizon_s`` when it saw none, so any later call whose deadline is at
+    least ``horizon_s`` off is looked at in time. Only a call with a nearer deadline wakes it.
+    """
+
+    def __init__(self, horizon_s: float, repeat_s: float = REPEAT_S) -> None:
         if threading.current_thread() is not threading.main_thread():
             raise RuntimeError("a Watchdog is created on the main thread (signal handlers run there)")
         self._main = threading.get_ident()
+        self._horizon_s = horizon_s
         self._repeat_s = repeat_s
         self._tokens = itertools.count(1)
         self._cond = threading.Condition()
         self._armed: tuple[int, float] | None = None  # (token, when to signal): guarded by _cond
+        self._wake_at = 0.0  # when the watching thread looks next: guarded by _cond
         self._current: int | None = None  # the token of the call running now (read by the handler)
         self._fired: int | None = None  # the token of the call last signalled
         signal.signal(DEADLINE_SIGNAL, self._on_signal)
@@ -72,15 +79,16 @@ class Watchdog:
         token = next(self._tokens)
         with self._cond:
             self._current = token
-            self._armed = (token, time.monotonic() + seconds)
-            self._cond.notify()
+            when = time.monotonic() + seconds
+            self._armed = (token, when)
+            if when < self._wake_at:  # the watching thread would look too late
+                self._cond.notify()
         try:
             yield
         finally:
             self._current = None  # first: from here on a signal for this call raises nothing
             with self._cond:
                 self._armed = None
-                self._cond.notify()
         if self._fired == token:
             raise DeadlineExceeded
 
@@ -91,17 +99,15 @@ class Watchdog:
     def _watch(self) -> None:
         with self._cond:
             while True:
-                if self._armed is None:
-                    self._cond.wait()
+                now = time.monotonic()
+                if self._armed is not None and self._armed[1] <= now:
+                    token = self._armed[0]
+                    self._fired = token
+                    self._armed = (token, now + self._repeat_s)
+                    signal.pthread_kill(self._main, DEADLINE_SIGNAL)
                     continue
-                token, when = self._armed
-                left = when - time.monotonic()
-                if left > 0:
-                    self._cond.wait(left)
-                    continue
-                self._fired = token
-                self._armed = (token, time.monotonic() + self._repeat_s)
-                signal.pthread_kill(self._main, DEADLINE_SIGNAL)
+                self._wake_at = now + self._horizon_s if self._armed is None else self._armed[1]
+                self._cond.wait(self._wake_at - now)
 
 
 class MemoryBudget:

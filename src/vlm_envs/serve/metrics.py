@@ -6,6 +6,7 @@ Prometheus' text exposition format (version 0.0.4).
 
 from __future__ import annotations
 
+import bisect
 import collections
 import dataclasses
 
@@ -33,8 +34,7 @@ class ServeMetrics:
         """A call ``op`` (reset, step, state) answered after ``seconds``."""
         self.calls[op] += 1
         self.latency_sum_s += seconds
-        index = next((i for i, bound in enumerate(LATENCY_BUCKETS_S) if seconds <= bound), -1)
-        self.latency_counts[index] += 1
+        self.latency_counts[bisect.bisect_left(LATENCY_BUCKETS_S, seconds)] += 1  # the last: past every bound
 
     def refused(self, cause: str) -> None:
         """Something refused for ``cause`` (``capacity``, ``memory``, ``deadline``, ``config``, ...)."""

@@ -1,13 +1,15 @@
 """The server's side of its env worker processes: send a call, await its reply, restart the dead.
 
 Each worker is a spawned process (:func:`vlm_envs.serve.worker.worker_main`) holding the env
-sessions placed on it. A call is written to its pipe from the event loop (the worker drains the
-pipe on a thread of its own, so the write does not wait on env work) and answered through an
-``asyncio`` future that a reader thread settles. A worker that dies fails the calls it held with
-the reason, tells ``on_death`` (the session table marks its sessions lost) and is started again. A
-call past its deadline is ended inside the worker (:mod:`vlm_envs.serve.limits`); a worker that, with
-calls pending, answers none for ``call_timeout_s`` (work no signal interrupts) is killed, with every
-session on it. A call queued behind others is not timed while its worker keeps answering.
+sessions placed on it, reached through a socket pair (:mod:`vlm_envs.serve.pipe`). Everything here
+runs on the server's event loop, with no thread of its own: a call is written to the pipe without
+blocking (what the pipe does not take waits until it is writable), and its reply, read when the pipe
+is readable, settles the call's future there and then. A worker that ends (its process sentinel turns
+readable) fails the calls it held with the reason, tells ``on_death`` (the session table marks its
+sessions lost) and is started again. A call past its deadline is ended inside the worker
+(:mod:`vlm_envs.serve.limits`); a worker that, with calls pending, answers none for ``call_timeout_s``
+(work no signal interrupts) is killed, with every session on it. One timer per worker watches that,
+not one per call, and a call queued behind others is not timed while its worker keeps answering.
 """
 
 from __future__ import annotations
@@ -17,18 +19,20 @@ import contextlib
 import itertools
 import multiprocessing
 import pickle
-import threading
-import time
+import socket
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from vlm_envs.serve.limits import worker_environment
+from vlm_envs.serve.pipe import READ_SIZE, Frames, Outbox, frame
 from vlm_envs.serve.worker import Answer, WorkerSettings, worker_main
 
 #: How long a stopping worker gets before it is killed (seconds).
 STOP_TIMEOUT_S = 5.0
 #: Workers that end before they are ready, in a row, before the pool stops starting them.
 START_ATTEMPTS = 3
+#: The call id of a worker's first message: it has started (its imports are done).
+READY = -1
 
 
 class WorkerDied(Exception):
@@ -36,25 +40,37 @@ class WorkerDied(Exception):
 
 
 class _Process:
-    """One worker process, its pipe, its unanswered calls and the thread reading its replies."""
+    """One worker process: its pipe, its unanswered calls and the timer watching them."""
 
     def __init__(
-        self, ctx: Any, target: Callable, served: Mapping[str, str], settings: WorkerSettings, generation: int
+        self,
+        loop: asyncio.AbstractEventLoop,
+        ctx: Any,
+        target: Callable,
+        served: Mapping[str, str],
+        settings: WorkerSettings,
+        generation: int,
     ) -> None:
         self.generation = generation
-        self.conn, child = ctx.Pipe()
+        self.sock, child = socket.socketpair()
         self.process = ctx.Process(
             target=target, args=(child, dict(served), settings), daemon=True, name="vlm-envs-serve-worker"
         )
-        with worker_environment():
-            self.process.start()
-        child.close()
+        try:
+            with worker_environment():
+                self.process.start()
+        finally:
+            child.close()
+        self.sock.setblocking(False)
+        self.frames = Frames()
+        self.outbox = Outbox(self.sock)
         self.pending: dict[int, asyncio.Future] = {}
-        self.lock = threading.Lock()
         self.ended = False
         self.killed_because: str | None = None
-        self.ready = threading.Event()
-        self.progress = time.monotonic()  # when the worker last answered, or began on a call when idle
+        self.ready = loop.create_future()  # settled once it has started, or ended
+        self.gone = loop.create_future()  # settled once it has ended and its calls have failed
+        self.progress = 0.0  # loop time: when the worker last answered, or began on a call when idle
+        self.timer: asyncio.TimerHandle | None = None  # the call timeout's watch, while calls are pending
 
     @property
     def pid(self) -> int | None:
@@ -95,14 +111,16 @@ class EnvWorkers:
         return len(self._procs)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Start every worker; replies are settled on ``loop``."""
+        """Start every worker, on ``loop`` (the running loop: their pipes are read there)."""
         self._loop = loop
         for index in range(len(self._procs)):
             self._start(index)
 
-    def wait_ready(self, timeout: float) -> bool:
-        """Block until every worker has started (their imports done); ``False`` on timeout."""
-        return all(proc.ready.wait(timeout) for proc in self._procs if proc is not None)
+    async def wait_ready(self, timeout: float) -> bool:
+        """Wait until every worker has started (their imports done); ``False`` on timeout."""
+        waiting = [proc.ready for proc in self._procs if proc is not None]
+        _, late = await asyncio.wait(waiting, timeout=timeout) if waiting else (None, ())
+        return not late
 
     def generation(self, index: int) -> int:
         proc = self._procs[index]
@@ -119,37 +137,25 @@ class EnvWorkers:
             raise WorkerDied(self.broken)
         if proc is None or proc.generation != generation:
             raise WorkerDied("the worker holding this session was restarted")
+        if proc.ended:
+            raise WorkerDied(proc.killed_because or "the worker holding this session died")
         call_id = next(self._ids)
-        future = asyncio.get_running_loop().create_future()
-        with proc.lock:
-            if proc.ended:
-                raise WorkerDied(proc.killed_because or "the worker holding this session died")
-            if not proc.pending:  # an idle worker starts on this call now
-                proc.progress = time.monotonic()
-            proc.pending[call_id] = future
         try:
-            proc.conn.send_bytes(pickle.dumps((op, call_id, session_id, payload), protocol=5))
-        except (OSError, ValueError) as err:
-            with proc.lock:
-                proc.pending.pop(call_id, None)
+            proc.outbox.send(frame(pickle.dumps((op, call_id, session_id, payload), protocol=5)))
+        except OSError as err:
             raise WorkerDied(f"the worker holding this session cannot be reached: {err}") from err
+        if proc.outbox:
+            self._loop_of().add_writer(proc.sock, self._flush, proc)
+        future = self._loop_of().create_future()
+        if not proc.pending:  # an idle worker starts on this call now
+            proc.progress = self._loop_of().time()
+        proc.pending[call_id] = future
+        if proc.timer is None:
+            self._watch(index, proc)
         try:
-            while True:  # a call queued behind others waits as long as its worker keeps answering
-                silent_s = time.monotonic() - proc.progress
-                try:
-                    return await asyncio.wait_for(
-                        asyncio.shield(future), max(0.0, self.call_timeout_s - silent_s)
-                    )
-                except asyncio.TimeoutError:
-                    if time.monotonic() - proc.progress >= self.call_timeout_s:
-                        self.kill(
-                            index,
-                            f"its worker answered nothing for {self.call_timeout_s:g} s, so it was killed",
-                        )
-                        return await future  # settled by the reader with the reason
+            return await future
         finally:
-            with proc.lock:
-                proc.pending.pop(call_id, None)
+            proc.pending.pop(call_id, None)
 
     def kill(self, index: int, reason: str) -> None:
         """Kill worker ``index``; its sessions are lost with ``reason`` and it starts again."""
@@ -158,73 +164,117 @@ class EnvWorkers:
             proc.killed_because = reason
             proc.process.kill()
 
-    def close(self) -> None:
-        """Stop every worker (their sessions end)."""
+    async def close(self) -> None:
+        """Stop every worker (their sessions end): ``stop`` to each, then a kill for any still there
+        after :data:`STOP_TIMEOUT_S`."""
         self._closing = True
-        procs, self._procs = self._procs, [None] * len(self._procs)
+        procs = [proc for proc in self._procs if proc is not None and not proc.ended]
         for proc in procs:
-            if proc is None:
-                continue
-            with contextlib.suppress(OSError, ValueError):
-                proc.conn.send_bytes(pickle.dumps(("stop", 0, "", None)))
-            proc.process.join(STOP_TIMEOUT_S)
-            if proc.process.is_alive():
+            with contextlib.suppress(OSError):
+                proc.outbox.send(frame(pickle.dumps(("stop", 0, "", None))))
+            if proc.outbox:
+                self._loop_of().add_writer(proc.sock, self._flush, proc)
+        gone = [proc.gone for proc in procs]
+        _, late = await asyncio.wait(gone, timeout=STOP_TIMEOUT_S) if gone else (None, set())
+        if late:
+            for proc in procs:
                 proc.process.kill()
-                proc.process.join(STOP_TIMEOUT_S)
+            await asyncio.wait(late, timeout=STOP_TIMEOUT_S)
+        self._procs = [None] * len(self._procs)
 
-    # ---- internals --------------------------------------------------------------------------------
+    # ---- internals: all on the loop -------------------------------------------------------------------
+
+    def _loop_of(self) -> asyncio.AbstractEventLoop:
+        assert self._loop is not None, "start() first"
+        return self._loop
 
     def _start(self, index: int) -> None:
-        proc = _Process(self._ctx, self.target, self.served, self.settings, next(self._generations))
+        loop = self._loop_of()
+        proc = _Process(loop, self._ctx, self.target, self.served, self.settings, next(self._generations))
         self._procs[index] = proc
-        threading.Thread(
-            target=self._read, args=(index, proc), daemon=True, name="vlm-envs-serve-reader"
-        ).start()
+        loop.add_reader(proc.sock, self._read, proc)
+        loop.add_reader(proc.process.sentinel, self._end, index, proc)
 
-    def _read(self, index: int, proc: _Process) -> None:
-        loop = self._loop
-        assert loop is not None
+    def _read(self, proc: _Process) -> None:
+        """The pipe is readable: settle the calls whose replies came."""
+        if self._receive(proc) is None:  # the worker closed its end: its sentinel says when it has ended
+            self._loop_of().remove_reader(proc.sock)
+
+    def _receive(self, proc: _Process) -> int | None:
+        """Settle the calls whose replies one read of the pipe completes; the bytes read (0: none
+        waiting), ``None`` once the pipe is closed."""
         try:
-            while True:
-                call_id, answer = pickle.loads(proc.conn.recv_bytes())
-                proc.progress = time.monotonic()
-                if call_id == -1:
-                    proc.ready.set()
-                    self._failed_starts = 0
-                    continue
-                with proc.lock:
-                    future = proc.pending.get(call_id)
-                if future is not None:
-                    loop.call_soon_threadsafe(_settle, future, answer)
-        except (EOFError, OSError):
+            data = proc.sock.recv(READ_SIZE)
+        except BlockingIOError:
+            return 0
+        except OSError:
+            return None
+        if not data:
+            return None
+        proc.progress = self._loop_of().time()
+        for message in proc.frames.feed(data):
+            call_id, answer = pickle.loads(message)
+            if call_id == READY:
+                self._failed_starts = 0
+                if not proc.ready.done():
+                    proc.ready.set_result(None)
+                continue
+            future = proc.pending.get(call_id)
+            if future is not None and not future.done():
+                future.set_result(answer)
+        return len(data)
+
+    def _flush(self, proc: _Process) -> None:
+        """The pipe is writable again: write what waits."""
+        try:
+            proc.outbox.flush()
+        except OSError:  # the worker is gone: its sentinel fails the calls
             pass
-        proc.process.join(STOP_TIMEOUT_S)
+        else:
+            if proc.outbox:
+                return
+        self._loop_of().remove_writer(proc.sock)
+
+    def _watch(self, index: int, proc: _Process) -> None:
+        """The worker's one call-timeout timer: due ``call_timeout_s`` after its last sign of progress."""
+        proc.timer = self._loop_of().call_at(proc.progress + self.call_timeout_s, self._check, index, proc)
+
+    def _check(self, index: int, proc: _Process) -> None:
+        proc.timer = None
+        if not proc.pending or proc.ended:
+            return
+        if self._loop_of().time() - proc.progress >= self.call_timeout_s:
+            self.kill(index, f"its worker answered nothing for {self.call_timeout_s:g} s, so it was killed")
+        else:
+            self._watch(index, proc)
+
+    def _end(self, index: int, proc: _Process) -> None:
+        """``proc`` has ended: fail its calls, restart it (unless closing or broken), say so."""
+        loop = self._loop_of()
+        loop.remove_reader(proc.process.sentinel)
+        while proc.pending and self._receive(proc):  # replies it wrote before it ended still answer
+            pass
+        loop.remove_reader(proc.sock)
+        loop.remove_writer(proc.sock)
+        proc.process.join()  # its sentinel is readable: it has exited, this only reaps it
         code = proc.process.exitcode
         reason = proc.killed_because or f"the worker process holding this session died (exit code {code})"
-        with proc.lock:
-            was_ready, proc.ended = proc.ready.is_set(), True
-            orphans, proc.pending = list(proc.pending.values()), {}
+        was_ready, proc.ended = proc.ready.done(), True
+        if proc.timer is not None:
+            proc.timer.cancel()
+            proc.timer = None
         if not was_ready and proc.killed_because is None:
             self._failed_starts += 1
             if self._failed_starts >= START_ATTEMPTS:  # a new one would fail the same way
                 self.broken = f"env workers cannot start (exit code {code}); see the server's log"
-        proc.ready.set()
-        proc.conn.close()
-        replace = not (self._closing or self._procs[index] is not proc or self.broken or loop.is_closed())
-        if replace:  # first, so a session moved off the dead worker lands on its successor
-            self._start(index)
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits any more
-            for future in orphans:
-                loop.call_soon_threadsafe(_fail, future, WorkerDied(reason))
-            if replace:
-                loop.call_soon_threadsafe(self.on_death, index, proc.generation, reason)
-
-
-def _settle(future: asyncio.Future, result: Answer) -> None:
-    if not future.done():
-        future.set_result(result)
-
-
-def _fail(future: asyncio.Future, err: Exception) -> None:
-    if not future.done():
-        future.set_exception(err)
+        if not proc.ready.done():
+            proc.ready.set_result(None)
+        proc.sock.close()
+        for future in proc.pending.values():
+            if not future.done():
+                future.set_exception(WorkerDied(reason))
+        proc.pending = {}
+        proc.gone.set_result(None)
+        if not (self._closing or self._procs[index] is not proc or self.broken):
+            self._start(index)  # first, so a session moved off the dead worker lands on its successor
+            self.on_death(index, proc.generation, reason)

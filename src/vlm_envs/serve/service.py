@@ -52,13 +52,13 @@ class Service:
     async def start(self) -> None:
         self.loop = asyncio.get_running_loop()
         self.workers.start(self.loop)
-        await asyncio.to_thread(self.workers.wait_ready, READY_TIMEOUT_S)
+        await self.workers.wait_ready(READY_TIMEOUT_S)
         self._reaper = asyncio.create_task(self._reap_idle())
 
     async def stop(self) -> None:
         if self._reaper is not None:
             self._reaper.cancel()
-        await asyncio.to_thread(self.workers.close)
+        await self.workers.close()
 
     def open(self, websocket: bool) -> Session:
         try:

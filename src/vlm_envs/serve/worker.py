@@ -2,10 +2,11 @@
 
 The server side is :class:`~vlm_envs.serve.pool.EnvWorkers`. Messages are pickled tuples: to the
 worker ``(op, call_id, session_id, payload)``; back ``(call_id, answer)``, an :class:`Answer` whose
-``body`` is the JSON bytes of the reply (``status`` 200) or a one-line error (any other status). Every
-piece of env work (building, reset, step, rendering, PNG and JSON encoding) happens here, never on the
-server's loop. A thread keeps the pipe drained while the main thread works, so the server never blocks
-writing.
+``body`` is the JSON bytes of the reply (``status`` 200) or a one-line error (any other status), each
+one frame on the pipe (:mod:`vlm_envs.serve.pipe`). Every piece of env work (building, reset, step,
+rendering, PNG and JSON encoding) happens here, never on the server's loop. The main thread reads a
+call and runs it, with no hand-off between threads: the server's end of the pipe never blocks on
+writing (it queues what the pipe does not take), so nothing needs to keep the pipe drained.
 
 Each call runs under the session's bounds (:mod:`vlm_envs.serve.limits`): past its deadline it answers
 504, out of memory (an allocation past the cap, or a session holding more than its budget afterwards)
@@ -24,13 +25,11 @@ import dataclasses
 import json
 import os
 import pickle
-import queue
 import random
 import signal
-import threading
+import socket
 import uuid
 from collections.abc import Callable, Mapping
-from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
 from vlm_envs.configured import EnvConfigError, build_configured_env
@@ -42,10 +41,15 @@ from vlm_envs.registry import get_spec
 from vlm_envs.rewards import RewardError, call_reward, check_reward
 from vlm_envs.serve.config import ServeConfig
 from vlm_envs.serve.limits import MIB, DeadlineExceeded, MemoryBudget, Watchdog
+from vlm_envs.serve.pipe import BlockingPipe
 from vlm_envs.serve.wire import RandomState, State, reply_body
 
 #: Added to a worker's niceness: the server's loop (every session's I/O) gets a core first.
 WORKER_NICENESS = 5
+#: A closed session that held this much (MiB) has its memory handed back at once: a full collection
+#: and ``malloc_trim`` cost 35-90 ms in a worker of 64-1,024 Sokoban sessions, so a smaller one's is
+#: handed back only when a new session would not fit without it.
+RELEASE_MIB = 8
 #: The causes of refusals the server counts (:attr:`Answer.cause`).
 DEADLINE, MEMORY, CONFIG = "deadline", "memory", "config"
 #: What a reply that ended its session adds: how to go on.
@@ -121,7 +125,7 @@ class Worker:
         session = self.sessions.get(session_id)
         if session is None and op != "reset":
             return Answer(409, b"no episode in this session yet: reset first")
-        if op == "reset" and (session is None or session.env is None) and not self.budget.room_for_session():
+        if op == "reset" and (session is None or session.env is None) and not self._room_for_session():
             held, budget = self.budget.used() // MIB, self.settings.worker_memory_mib
             message = f"this worker holds {held} MiB of its {budget} MiB: no room for a new session"
             return Answer(503, f"{message}; try again later".encode(), MEMORY)
@@ -139,14 +143,23 @@ class Worker:
             "budget_mib": self.settings.worker_memory_mib,
         }
 
-    def drop(self, session_id: str) -> None:
-        """Forget a session and close its env (under a deadline too); hand the memory back."""
+    def drop(self, session_id: str, release: bool = False) -> None:
+        """Forget a session and close its env (under a deadline too); its memory is handed back at once
+        if ``release`` or it held :data:`RELEASE_MIB` or more, else when a new session needs the room."""
         session = self.sessions.pop(session_id, None)
         if session is None:
             return
         with contextlib.suppress(DeadlineExceeded, MemoryError), self.watchdog.deadline(self._deadline):
             session.close()
+        if release or session.held >= RELEASE_MIB * MIB:
+            self.budget.release()
+
+    def _room_for_session(self) -> bool:
+        """Whether a new session fits, once memory freed and not handed back yet is (if it must be)."""
+        if self.budget.room_for_session():
+            return True
         self.budget.release()
+        return self.budget.room_for_session()
 
     @property
     def _deadline(self) -> float:
@@ -170,7 +183,7 @@ class Worker:
                 why = f"this session holds {held} MiB, past its budget of {budget} MiB"
                 answer = _refusal(503, why, MEMORY)
         if answer.cause in (DEADLINE, MEMORY):
-            self.drop(session_id)
+            self.drop(session_id, release=True)
         return answer
 
     def _run(self, op: str, session: _Session, session_id: str, payload: Any) -> Answer:
@@ -200,7 +213,8 @@ class Worker:
         if session.key != key:
             if session.env is not None:  # a new config: the old env goes, and its memory with it
                 session.close()
-                self.budget.release()
+                if session.held >= RELEASE_MIB * MIB:
+                    self.budget.release()
             session.key = None
             try:
                 session.env = build_configured_env(self.served[name], None, config)
@@ -328,31 +342,25 @@ def _checked(reward: Callable[[], float]) -> tuple[float | None, str | None]:
         return None, one_line(str(err))
 
 
-def worker_main(conn: Connection, served: Mapping[str, str], settings: WorkerSettings) -> None:
-    """A worker process: answer calls until the pipe closes or ``stop`` arrives."""
+def worker_main(sock: socket.socket, served: Mapping[str, str], settings: WorkerSettings) -> None:
+    """A worker process: answer the calls its pipe (``sock``) brings, each on this thread as it comes,
+    until the pipe closes or ``stop`` arrives."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle: it drains, then stops us
     with contextlib.suppress(OSError):
         os.nice(WORKER_NICENESS)
     for target in set(served.values()):  # imported now, so no call's deadline or budget pays for it
         with contextlib.suppress(Exception):  # an env that cannot load says why when a reset names it
             get_spec(target).load()
-    watchdog = Watchdog()
-    inbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
-
-    def drain() -> None:
-        while True:
-            try:
-                inbox.put(conn.recv_bytes())
-            except (EOFError, OSError, MemoryError):  # the server is gone (or the pipe cannot be read)
-                inbox.put(None)
-                return
-
-    threading.Thread(target=drain, daemon=True, name="vlm-envs-serve-inbox").start()
+    pipe = BlockingPipe(sock)
+    watchdog = Watchdog(settings.call_deadline_s)  # one watch for every call: a call never waits on it
     budget = MemoryBudget(settings.session_memory_mib, settings.worker_memory_mib)  # after the imports
     worker = Worker(served, settings, watchdog, budget)
-    conn.send_bytes(pickle.dumps((-1, Answer(200, b"ready"))))
-    while (message := inbox.get()) is not None:
-        op, call_id, session_id, payload = pickle.loads(message)
+    pipe.send(pickle.dumps((-1, Answer(200, b"ready"))))
+    while True:
+        try:
+            op, call_id, session_id, payload = pickle.loads(pipe.recv())
+        except (EOFError, OSError, MemoryError):  # the server is gone (or the pipe cannot be read)
+            break
         if op == "stop":
             break
         try:
@@ -365,8 +373,8 @@ def worker_main(conn: Connection, served: Mapping[str, str], settings: WorkerSet
             refusal = Answer(503, b"the reply did not fit in the worker's memory", MEMORY)
             data = pickle.dumps((call_id, refusal))
         try:
-            conn.send_bytes(data)
-        except (EOFError, OSError):
+            pipe.send(data)
+        except OSError:
             break
     for session in worker.sessions.values():
         session.close()
