@@ -19,11 +19,11 @@ import os
 import random
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from PIL import Image
 
+from load_client import cpu_model
 from vlm_envs import build_env, list_envs
 from vlm_envs.envs.config import LEVELS
 from vlm_envs.imaging import BACKEND, attached_png, encode_png, lossless_png
@@ -137,13 +137,6 @@ def row(label: str, images: list[Image.Image], repeats: int) -> tuple[tuple[str,
     return cells, met
 
 
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").is_file() else []:
-        if line.startswith("model name"):
-            return line.partition(":")[2].strip()
-    return "unknown CPU"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=4, help="episodes per env and level (default 4)")
@@ -192,8 +185,9 @@ def main() -> None:
         print("| " + " | ".join(cells) + " |")
     print(
         f"\nours: vlm_envs.imaging.encode_png, deflate {BACKEND} level {LEVEL}; Pillow {Image.__version__}; "
-        f"{cpu_model()}, one core; best of {args.repeats} per frame. Target: >= {SPEEDUP_TARGET:g}x Pillow "
-        f"level 1 at <= {BYTES_TARGET:g}x its bytes; missed: {', '.join(missed) or 'none'}."
+        f"{cpu_model()} (pinned to one); best of {args.repeats} per frame. "
+        f"Target: >= {SPEEDUP_TARGET:g}x Pillow level 1 at <= {BYTES_TARGET:g}x its bytes; "
+        f"missed: {', '.join(missed) or 'none'}."
     )
 
 

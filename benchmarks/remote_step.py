@@ -14,52 +14,31 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
-import os
 import random
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from PIL import Image
 
 import vlm_envs.remote_wire
+from load_client import Server, cpu_model, free_port
 from vlm_envs import Env, build_env, list_envs
 from vlm_envs.remote import RemoteEnv
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager
 def server(names: list[str]) -> Iterator[str]:
     """``vlm-envs serve NAMES`` on a free port; yields its URL once it answers."""
-    port = free_port()
-    command = [sys.executable, "-m", "vlm_envs.cli", "serve", *names, "--port", str(port)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    served = Server(
+        "vlm-envs serve", [sys.executable, "-m", "vlm_envs.cli", "serve", *names, "--port", "{port}"]
+    )
+    served.start(free_port())
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as answer:
-                    json.loads(answer.read())
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("the server did not start") from None
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{served.port}"
     finally:
-        process.terminate()
-        process.wait(60)
+        served.stop()
 
 
 def pillow_decode(data: bytes) -> Image.Image:
@@ -108,13 +87,6 @@ def play(env: Env, script: list[tuple[int, list[str]]]) -> tuple[float, float, l
     return (time.process_time() - cpu) / steps, (time.perf_counter() - wall) / steps, pixels
 
 
-def cpu_model() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines() if Path("/proc/cpuinfo").is_file() else []:
-        if line.startswith("model name"):
-            return line.partition(":")[2].strip()
-    return "unknown CPU"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300, help="steps per env and way (default 300)")
@@ -160,8 +132,10 @@ def main() -> None:
     print("|" + "|".join("---" for _ in header) + "|")
     for cells in rows:
         print("| " + " | ".join(cells) + " |")
-    cpus = f"{cpu_model()}, {os.cpu_count()} CPUs"
-    print(f"\n{args.steps} steps per env and way, {args.rounds} rounds; {cpus}; Pillow {Image.__version__}.")
+    print(
+        f"\n{args.steps} steps per env and way, {args.rounds} rounds; {cpu_model()}; "
+        f"Pillow {Image.__version__}."
+    )
 
 
 if __name__ == "__main__":

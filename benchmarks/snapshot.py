@@ -19,9 +19,9 @@ import random
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from load_client import cpu_model
 from vlm_envs import build_env, list_envs
 from vlm_envs.configured import EnvConfigError, build_configured_env
 from vlm_envs.protocol import Env
@@ -29,14 +29,6 @@ from vlm_envs.protocol import Env
 TURNS = (1, 10, 50)
 LONG_EPISODE = {"max_turns": 64}
 SEED = 11
-
-
-def cpu_model() -> str:
-    cpuinfo = Path("/proc/cpuinfo")
-    for line in cpuinfo.read_text().splitlines() if cpuinfo.is_file() else []:
-        if line.startswith("model name"):
-            return line.partition(":")[2].strip()
-    return platform.processor() or "unknown CPU"
 
 
 def long_env(name: str) -> tuple[Env, dict[str, Any]]:
