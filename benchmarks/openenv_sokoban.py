@@ -37,6 +37,7 @@ class SokobanObservation(Observation):
 
     text: str = ""
     images: list[str] = Field(default_factory=list)
+    image_modes: list[str] = Field(default_factory=list)
     image_slots: list[int] = Field(default_factory=list)
     role: Literal["user", "tool"] = "user"
 

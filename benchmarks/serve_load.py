@@ -128,6 +128,9 @@ def verdicts(results: dict[int, dict[str, Load]], ours: str) -> None:
         load, one, two = loads.get(ours), loads.get(OPENENV), loads.get(OPENENV_2)
         if load is None or one is None or two is None:
             continue
+        if load.failed or one.failed or two.failed:  # a failed run measured nothing to compare
+            print(f"  {sessions} session(s): not compared (a run had failed requests)")
+            continue
         checks = [("CPU/step <= 0.5x OpenEnv's (1 proc)", load.server_cpu_ms <= 0.5 * one.server_cpu_ms)]
         checks.append(
             ("CPU/step <= 0.5x OpenEnv's (2 workers)", load.server_cpu_ms <= 0.5 * two.server_cpu_ms)
