@@ -65,10 +65,11 @@ def decode_png(data: bytes) -> Image.Image:
     if colour == 3 and len(chunks.get(b"PLTE", ())) != 1:
         raise ValueError("a palette PNG needs one PLTE chunk")
     layout = _LAYOUTS.get((colour, depth))
+    if interlace or layout is None or set(chunks) != {b"IDAT"}:
+        return _pillow(data)  # it inflates the data itself, no further than the header's rows
     row_bytes = -(-width * depth * _CHANNELS[colour] // 8)
-    rows = _inflate(b"".join(chunks.pop(b"IDAT")), height * (row_bytes + 1) if not interlace else None)
-    plain = not interlace and layout is not None and not chunks
-    if not plain or (filtered := _unfilter(rows, height, row_bytes)) is None:
+    rows = _inflate(b"".join(chunks[b"IDAT"]), height * (row_bytes + 1))
+    if (filtered := _unfilter(rows, height, row_bytes)) is None:
         return _pillow(data)
     mode, raw_mode, _ = layout  # type: ignore[misc]
     return Image.frombytes(mode, (width, height), filtered.tobytes(), "raw", raw_mode)
@@ -98,15 +99,14 @@ def _chunks(data: bytes) -> dict[bytes, list[bytes]]:
     return chunks
 
 
-def _inflate(compressed: bytes, expected: int | None) -> bytes:
-    """The image data inflated, exactly ``expected`` bytes where known (bounded either way)."""
+def _inflate(compressed: bytes, expected: int) -> bytes:
+    """The image data inflated: exactly ``expected`` bytes, reading no further than one past them."""
     inflater = _decompressobj()
-    limit = expected + 1 if expected is not None else 64 << 20
     try:
-        rows = inflater.decompress(compressed, limit)
+        rows = inflater.decompress(compressed, expected + 1)
     except Exception as err:  # zlib.error / isal's IsalError: a corrupt stream
         raise ValueError(f"the PNG's image data does not inflate ({err})") from None
-    if expected is not None and len(rows) != expected:
+    if len(rows) != expected:
         raise ValueError(f"the PNG's image data holds {len(rows)} bytes where its header says {expected}")
     return rows
 
