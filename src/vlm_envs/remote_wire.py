@@ -282,13 +282,14 @@ def _first_error(err: ValidationError) -> str:
 
 
 def _check_depth(frame: dict[str, Any]) -> None:
-    stack: list[tuple[Any, int]] = [(frame, 1)]
+    """Refuse a frame nested deeper than :data:`MAX_REPLY_DEPTH` (only containers are walked)."""
+    stack: list[tuple[dict | list, int]] = [(frame, 1)]
     while stack:
         value, depth = stack.pop()
-        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        children = value.values() if isinstance(value, dict) else value
         if children and depth > MAX_REPLY_DEPTH:
             raise MalformedReply(f"JSON nested deeper than {MAX_REPLY_DEPTH} levels")
-        stack.extend((child, depth + 1) for child in children)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
 
 
 def _refuse_constant(name: str) -> Any:
