@@ -19,7 +19,6 @@ from slime.utils.types import Sample
 
 from vlm_envs.rollout import contract
 from vlm_envs.rollout import slime as hook
-from vlm_envs.snapshot import digest_of
 from vlm_envs.testing import Fault
 
 MOVES = ["<answer>Up</answer>", "<answer>Left</answer>", "<answer>Down</answer>", "<answer>Right</answer>"]
@@ -47,6 +46,10 @@ def make_args(server, masked: bool = False, **overrides):
         mask_offpolicy_in_partial_rollout=masked,
     )
     return slime_args(server, **{**values, **overrides})
+
+
+def new_sample() -> Sample:
+    return Sample(index=0, group_index=3, metadata=copy.deepcopy(ROW))
 
 
 def replies(codec, texts=MOVES) -> list[list[int]]:
@@ -115,13 +118,13 @@ def test_an_episode_aborted_between_turns_resumes_at_the_next_turn(served, execu
     async def scenario():
         start = len(server.requests)
         answer(server, ids)
-        ref = await generate_and_rm(args, Sample(index=0, group_index=3, metadata=copy.deepcopy(ROW)), PARAMS)
+        ref = await generate_and_rm(args, new_sample(), PARAMS)
         ref_requests = server.requests[start:]
         assert ref.metadata["vlm_envs"]["num_turns"] == 4, ref.metadata["vlm_envs"]
 
         start = len(server.requests)
         answer(server, ids[:2], hold_at=1)  # slime aborts while turn 1's reply is in flight
-        back = await interrupted(server, args, Sample(index=0, group_index=3, metadata=copy.deepcopy(ROW)), start + 2)
+        back = await interrupted(server, args, new_sample(), start + 2)
         record = back.metadata["vlm_envs"]
         assert record["status"] == "aborted" and record["num_turns"] == 2 and record["resume"]["cut"] is None
         kept = back.response_length
@@ -159,13 +162,13 @@ def test_an_episode_aborted_inside_a_turn_goes_on_from_the_tokens_the_engine_ret
     async def scenario():
         start = len(server.requests)
         answer(server, ids)
-        ref = await generate_and_rm(args, Sample(index=0, group_index=3, metadata=copy.deepcopy(ROW)), PARAMS)
+        ref = await generate_and_rm(args, new_sample(), PARAMS)
         ref_requests = server.requests[start:]
 
         start = len(server.requests)
         answer(server, ids[:2])
         server.inject(Fault("abort", token_ids=tuple(ids[2]), size=partial))  # SGLang's reply to an abort
-        back = await interrupted(server, args, Sample(index=0, group_index=3, metadata=copy.deepcopy(ROW)), start + 3)
+        back = await interrupted(server, args, new_sample(), start + 3)
         assert back.metadata["vlm_envs"]["resume"]["cut"] == partial
         kept = back.response_length
 
@@ -177,7 +180,8 @@ def test_an_episode_aborted_inside_a_turn_goes_on_from_the_tokens_the_engine_ret
     ref, ref_requests, resumed, sent, kept = run(scenario)
     first, *rest = sent
     assert first["input_ids"] == ref_requests[2]["input_ids"] + ids[2][:partial]  # the partial tokens kept
-    assert first["sampling_params"]["max_new_tokens"] == ref_requests[2]["sampling_params"]["max_new_tokens"] - partial
+    budget = ref_requests[2]["sampling_params"]["max_new_tokens"]
+    assert first["sampling_params"]["max_new_tokens"] == budget - partial
     assert [r["input_ids"] for r in rest] == [r["input_ids"] for r in ref_requests[3:]]
     assert_same_episode(resumed, ref, codec, kept, masked)
     assert resumed.metadata["vlm_envs"]["resumed"]["turns"] == 2
