@@ -8,22 +8,21 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import json
-import pickle
 
 import pytest
-import torch
-from rollout_helpers import slime_args
-from slime.rollout.sglang_rollout import GenerateState, abort, generate_and_rm, generate_and_rm_group
+from partial_helpers import PARAMS, assert_same_episode, interrupted
+from rollout_helpers import script, slime_args
+from slime.rollout.sglang_rollout import GenerateState, generate_and_rm
 from slime.utils.types import Sample
 
+from vlm_envs import build_env
 from vlm_envs.rollout import contract
 from vlm_envs.rollout import slime as hook
+from vlm_envs.snapshot import digest_of
 from vlm_envs.testing import Fault
 
 MOVES = ["<answer>Up</answer>", "<answer>Left</answer>", "<answer>Down</answer>", "<answer>Right</answer>"]
 ROW = {"seed": 5, "env_config": {"grid_size": [6, 6], "num_boxes": 1}}
-PARAMS = {"temperature": 1.0, "max_new_tokens": 1024}
 #: A reply held this long is in flight when slime aborts: the episode stops before its next turn.
 HOLD_S = 1.0
 EXECUTORS = {"in process": {}, "worker process": {"vlm_envs_workers": 1}}
@@ -62,22 +61,6 @@ def answer(server, ids_list, hold_at: int | None = None) -> None:
         server.inject(Fault("tokens", token_ids=tuple(ids), seconds=HOLD_S if i == hold_at else 0.0))
 
 
-async def interrupted(server, args, sample, requests: int) -> Sample:
-    """One slime rollout that ends while ``sample``'s group runs: once the engine has seen
-    ``requests`` requests, slime aborts; the sample comes back from ``abort`` for the buffer, and the
-    next rollout starts (``GenerateState.reset``)."""
-    state = GenerateState(args)
-    state.pendings = {asyncio.ensure_future(generate_and_rm_group(args, [sample], dict(PARAMS)))}
-    while len(server.requests) < requests:
-        await asyncio.sleep(0.01)
-    groups = await abort(args, rollout_id=7)
-    state.reset()
-    ((back,),) = groups
-    assert back.status is Sample.Status.ABORTED and back.metadata["start_rollout_id"] == 7
-    json.dumps(back.metadata)  # everything the hook keeps there is plain JSON
-    return pickle.loads(pickle.dumps(back))  # as a buffer saved to disk would hand it back
-
-
 def run(coro_fn):
     async def main():
         try:
@@ -86,26 +69,6 @@ def run(coro_fn):
             await hook.close()
 
     return asyncio.run(main())
-
-
-def assert_same_episode(resumed: Sample, ref: Sample, codec, kept: int, masked: bool) -> None:
-    """``resumed`` equals the uninterrupted ``ref``: tokens, text, log probs, images and tensors, status,
-    reward and turn records; its loss mask too, but for the zeros slime wrote over the ``kept`` tokens."""
-    for name in ("tokens", "response", "response_length", "status", "reward"):
-        assert getattr(resumed, name) == getattr(ref, name), name
-    assert resumed.rollout_log_probs == pytest.approx(ref.rollout_log_probs, abs=1e-5)
-    assert resumed.loss_mask == ([0] * kept + ref.loss_mask[kept:] if masked else ref.loss_mask)
-    for key in ("pixel_values", "image_grid_thw"):
-        assert torch.equal(resumed.multimodal_train_inputs[key], ref.multimodal_train_inputs[key])
-    images = resumed.multimodal_inputs["images"]
-    assert [im.tobytes() for im in images] == [im.tobytes() for im in ref.multimodal_inputs["images"]]
-    assert "vlm_envs_images" not in resumed.multimodal_inputs
-    ours, theirs = resumed.metadata["vlm_envs"], ref.metadata["vlm_envs"]
-    for key in ("status", "num_turns", "reward_breakdown", "metrics", "template_check", "reset_info"):
-        assert ours[key] == theirs[key], key
-    assert [t["metrics"] for t in ours["turns"]] == [t["metrics"] for t in theirs["turns"]]
-    assert ours["template_check"] is True and ours["resumed"]["response_tokens"] == kept
-    assert contract.sample_violations(resumed, codec.token_space, kept=kept if masked else 0) == []
 
 
 @pytest.mark.parametrize("masked", [False, True], ids=["mask kept", "mask-offpolicy"])
@@ -185,3 +148,145 @@ def test_an_episode_aborted_inside_a_turn_goes_on_from_the_tokens_the_engine_ret
     assert [r["input_ids"] for r in rest] == [r["input_ids"] for r in ref_requests[3:]]
     assert_same_episode(resumed, ref, codec, kept, masked)
     assert resumed.metadata["vlm_envs"]["resumed"]["turns"] == 2
+
+
+def test_a_greedy_engine_goes_on_from_a_cut_reply_as_if_never_cut(served):
+    """No script: the tiny model generates greedily; cut at half its first reply, the resumed request
+    generates the other half (from the prompt and the kept tokens), token for token."""
+    server, codec = served
+    args = make_args(server)
+    params = {"temperature": 0.0, "max_new_tokens": 48}
+
+    async def scenario():
+        ref = await generate_and_rm(args, new_sample(), dict(params))
+        cut = ref.metadata["vlm_envs"]["turns"][0]["generated_tokens"] // 2
+        start = len(server.requests)
+        server.inject(Fault("abort", size=cut))
+        back = await interrupted(server, args, new_sample(), start + 1, params)
+        assert cut >= 4 and back.response_length == cut and back.metadata["vlm_envs"]["resume"]["cut"] == cut
+        return ref, await generate_and_rm(args, back, dict(params)), cut
+
+    ref, resumed, cut = run(scenario)
+    assert_same_episode(resumed, ref, codec, cut, masked=False)
+
+
+@pytest.fixture
+def aborted(served):
+    """A Sample slime aborted inside Sokoban's third turn (4 tokens kept), handed back as a buffer would."""
+    server, codec = served
+    args = make_args(server)
+    ids = replies(codec)
+
+    async def scenario():
+        start = len(server.requests)
+        answer(server, ids[:2])
+        server.inject(Fault("abort", token_ids=tuple(ids[2]), size=4))
+        return await interrupted(server, args, new_sample(), start + 3)
+
+    back = run(scenario)
+    GenerateState.forget()
+    return back
+
+
+def resealed(state: dict) -> dict:
+    """``state`` with its digest made again (a forger who knows the format)."""
+    content = {k: v for k, v in state.items() if k != "digest"}
+    return {**content, "digest": digest_of(content)}
+
+
+def other_config_snapshot() -> dict:
+    env = build_env("sokoban", grid_size=[7, 7], num_boxes=1)
+    env.reset(seed=5)
+    env.step(MOVES[0])
+    return env.snapshot()
+
+
+def forge_altered(back):
+    back.metadata["vlm_envs"]["resume"]["cut"] = 2
+
+
+def forge_truncated(back):
+    del back.metadata["vlm_envs"]["resume"]["turns"]
+
+
+def forge_snapshot(back):
+    state = copy.deepcopy(back.metadata["vlm_envs"]["resume"])
+    state["snapshot"]["state"]["replies"][0] = "<answer>Down</answer>"
+    back.metadata["vlm_envs"]["resume"] = resealed(state)
+
+
+def forge_foreign_snapshot(back):
+    state = copy.deepcopy(back.metadata["vlm_envs"]["resume"])
+    state["snapshot"] = other_config_snapshot()
+    back.metadata["vlm_envs"]["resume"] = resealed(state)
+
+
+def forge_tokens(back):
+    back.tokens[-1] = back.tokens[-2]
+
+
+def forge_mask(back):
+    back.loss_mask[-5] = 1  # an observation token made trainable
+
+
+def forge_deep(back):
+    nested: list = []
+    for _ in range(100):
+        nested = [nested]
+    back.metadata["vlm_envs"]["resume"]["prompt_messages"] = nested
+
+
+FORGERIES = {
+    "altered": (forge_altered, "altered or truncated"),
+    "truncated": (forge_truncated, "not a vlm-envs resume state"),
+    "snapshot altered": (forge_snapshot, "SnapshotError: the snapshot was altered"),
+    "snapshot of another config": (
+        forge_foreign_snapshot,
+        "SnapshotError: a snapshot of another 'sokoban' config",
+    ),
+    "tokens changed": (forge_tokens, "tokens are not the ones"),
+    "mask changed": (forge_mask, "not 0"),
+    "deeply nested": (forge_deep, "nests deeper"),
+}
+
+
+@pytest.mark.parametrize("forgery", FORGERIES)
+def test_a_forged_resume_state_fails_the_sample_cleanly(served, aborted, forgery):
+    """Whatever was changed, the sample comes back FAILED with the reason, reward 0.0 and an empty,
+    contract-keeping response; no request reaches the engine; nothing is raised into the trainer."""
+    server, codec = served
+    forge, reason = FORGERIES[forgery]
+    forge(aborted)
+    start = len(server.requests)
+    out = run(lambda: generate_and_rm(make_args(server), aborted, dict(PARAMS)))
+    record = out.metadata["vlm_envs"]
+    assert out.status is Sample.Status.FAILED and out.reward == 0.0
+    assert record["error"].startswith("resume: ") and reason in record["error"], record["error"]
+    assert len(server.requests) == start
+    assert (
+        out.response_length == 0
+        and out.loss_mask == []
+        and contract.sample_violations(out, codec.token_space) == []
+    )
+
+
+def test_a_sample_aborted_before_the_hook_ran_plays_from_the_start(served):
+    """slime marks a sample ABORTED without calling the hook when the flag is already set: it has no
+    resume state, and the next rollout plays it from turn 0."""
+    server, codec = served
+    args = make_args(server)
+
+    async def scenario():
+        script(server, codec, *MOVES)
+        ref = await generate_and_rm(args, new_sample(), dict(PARAMS))
+        GenerateState(args).aborted = True
+        back = await generate_and_rm(args, new_sample(), dict(PARAMS))
+        assert back.status is Sample.Status.ABORTED and back.response_length == 0
+        GenerateState(args).reset()
+        script(server, codec, *MOVES)
+        return ref, await generate_and_rm(args, back, dict(PARAMS))
+
+    ref, out = run(scenario)
+    assert out.metadata["vlm_envs"]["resumed"] is None
+    for name in ("tokens", "loss_mask", "status", "reward"):
+        assert getattr(out, name) == getattr(ref, name), name
