@@ -5,18 +5,19 @@ Every registered env (or those named), at its ``hard`` preset, plays one seeded 
 ``generate_and_rm_group`` and ``abort`` in slime's order), against the tiny Qwen2-VL behind the
 SGLang-compatible test server, its replies the env's oracle with its rationale (``<think>...</think>``
 then the answer: what a reasoning policy writes).
-slime aborts the rollout inside turn ``floor(turns * --cut)``, where the engine returns half that
-reply; the ABORTED sample comes back from slime's buffer with its loss mask zeroed
+slime aborts the rollout inside turn ``floor(turns * --cut) + 1`` (the last at most), where the engine
+returns half that reply; the ABORTED sample comes back from slime's buffer with its loss mask zeroed
 (``--mask-offpolicy-in-partial-rollout``) and is handed to the hook twice, measured in the same run:
 
 - ``restart``: its resume state removed (what the hook did before: the episode plays from turn 0);
 - ``resume``: as slime hands it back (the kept turns are not sent again; the cut turn goes on from
   its partial tokens).
 
-Per env, the table prints the turns and the cut, then for each: the requests sent to the engine, the
-tokens the engine generated and the prefill tokens it was sent (the input ids of those requests: what
-it computes without a prefix cache), and what the resume saved. Both samples are checked equal to the
-uninterrupted episode (tokens, log probs; the resumed one's mask but for slime's zeros).
+Per env, the table prints the turns, the cut and the size of the resume state (its JSON), then for
+each: the requests sent to the engine, the tokens the engine generated and the prefill tokens it was
+sent (the input ids of those requests: what it computes without a prefix cache), and what the resume
+saved. Both samples are checked equal to the uninterrupted episode (tokens, log probs; the resumed
+one's mask but for slime's zeros).
 Run: ``PYTHONPATH=src .venv/bin/python benchmarks/partial_rollout.py [--cut 0.5] [NAME ...]``.
 """
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import copy
+import json
 import math
 import sys
 from pathlib import Path
@@ -121,7 +123,7 @@ class Bench:
         ((back,),) = await abort(self.args, rollout_id=0)
         state.reset()
         assert back.metadata["vlm_envs"]["resume"] is not None, back.metadata["vlm_envs"]["resume_error"]
-        kept = back.response_length
+        kept, size = back.response_length, len(json.dumps(back.metadata["vlm_envs"]["resume"]))
         again = copy.deepcopy(back)
         again.metadata["vlm_envs"]["resume"] = None  # the hook before: nothing to resume from
         restarted, restart = await self.handed_back(again, self.replies)
@@ -130,7 +132,7 @@ class Bench:
         for out in (restarted, resumed):
             assert out.tokens == ref.tokens and out.rollout_log_probs == ref.rollout_log_probs
         assert resumed.loss_mask == [0] * kept + ref.loss_mask[kept:] and restarted.loss_mask == ref.loss_mask
-        return {"turns": len(self.replies), "kept": kept, "restart": restart, "resume": resume}
+        return {"turns": len(self.replies), "size": size, "restart": restart, "resume": resume}
 
 
 def saved(restart: int, resume: int) -> str:
@@ -141,8 +143,8 @@ async def main(names: list[str], cut: float) -> None:
     tiny = build_test_engine("qwen2_vl")
     codec = ChatCodec(tiny.processor)
     head = (
-        "| env | turns | cut in turn | requests restart / resume | generated tokens restart / resume "
-        "| prefill tokens restart / resume | generated saved | prefill saved |"
+        "| env | turns | cut in turn | resume state | requests restart / resume | generated tokens restart / "
+        "resume | prefill tokens restart / resume | generated saved | prefill saved |"
     )
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
@@ -159,7 +161,8 @@ async def main(names: list[str], cut: float) -> None:
                     totals["resume"][key] += b[key]
                 print(
                     f"| {name} | {got['turns']} | {bench.cut_turn + 1} ({bench.partial} of "
-                    f"{len(bench.replies[bench.cut_turn])} tokens kept) | {a['requests']} / {b['requests']} "
+                    f"{len(bench.replies[bench.cut_turn])} tokens kept) | {got['size']:,} B "
+                    f"| {a['requests']} / {b['requests']} "
                     f"| {a['generated']:,} / {b['generated']:,} | {a['prefill']:,} / {b['prefill']:,} "
                     f"| {saved(a['generated'], b['generated'])} | {saved(a['prefill'], b['prefill'])} |"
                 )
@@ -167,7 +170,7 @@ async def main(names: list[str], cut: float) -> None:
             await hook.close()
     a, b = totals["restart"], totals["resume"]
     print(
-        f"| all | | | | {a['generated']:,} / {b['generated']:,} | {a['prefill']:,} / {b['prefill']:,} "
+        f"| all | | | | | {a['generated']:,} / {b['generated']:,} | {a['prefill']:,} / {b['prefill']:,} "
         f"| {saved(a['generated'], b['generated'])} | {saved(a['prefill'], b['prefill'])} |"
     )
 

@@ -24,7 +24,13 @@ Filled Sample fields: ``tokens`` (prompt + response, images expanded), ``respons
 tokens, 0 / 0.0 on observation tokens), ``multimodal_train_inputs`` (``pixel_values`` and
 ``image_grid_thw`` in token order), ``status``, ``reward`` (the env's episode reward unless
 ``vlm_envs_set_reward: false``) and ``metadata["vlm_envs"]`` (per-turn metrics, rewards, timings,
-the error if any). This is the only module that knows slime.
+the error if any). This package (with :mod:`~vlm_envs.rollout.slime.sample`, which fills the Sample) is
+the only one that knows slime.
+
+Under slime's ``--partial-rollout``, an episode that slime aborts comes back ABORTED with what it played
+and ``metadata["vlm_envs"]["resume"]`` (:mod:`vlm_envs.rollout.resume`); handed back, it goes on from its
+last finished turn, the cut turn from the tokens SGLang returned, and the kept tokens, log probs and
+loss mask (slime's ``--mask-offpolicy-in-partial-rollout`` zeros included) stay as they are.
 
 A row (``sample.metadata``) is read by :class:`~vlm_envs.rollout.rows.RowSpec`: it may name a
 registered env, or a module path or file only where the YAML names it (``rollout_interaction_env_path``
