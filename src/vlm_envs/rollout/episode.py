@@ -38,7 +38,7 @@ from vlm_envs.rollout.engines.image_uris import ImageInput, image_data_uri
 from vlm_envs.rollout.episode_config import EpisodeConfig
 from vlm_envs.rollout.offload import InlineExecutor, rollout_executor
 from vlm_envs.rollout.prompt import FallbackPrompt
-from vlm_envs.rollout.resume import Rebuilt, ResumeRequest, rebuild, resume_state
+from vlm_envs.rollout.resume import Rebuilt, ResumeError, ResumeRequest, rebuild, resume_state
 from vlm_envs.rollout.trajectory import (
     Segment,
     Status,
@@ -179,6 +179,8 @@ class _Episode:
     async def resume(self, request: ResumeRequest) -> Trajectory:
         """The trajectory as it stood at the abort ``request`` hands back, and the env restored to its
         last finished turn; no request is sent for the kept turns."""
+        if not self.history.full:
+            raise ResumeError(f"an episode resumes with the full history, not {self.history}")
         t0 = time.perf_counter()
         rebuilt, uris = await self._off_loop(self._rebuild, request)
         t1 = time.perf_counter()
@@ -190,19 +192,23 @@ class _Episode:
         self.image_uris += uris
         return self.traj
 
-    def _take_cut(self, index: int) -> Segment | None:
-        """The partial reply of turn ``index`` if a resumed episode was cut inside it (taken back off
-        the trajectory and the engine's view, to be generated on from); else ``None``."""
+    def _cut(self, index: int) -> Segment | None:
+        """The partial reply of turn ``index`` if a resumed episode was cut inside it, else ``None``."""
+        last = self.traj.turns[-1] if self.traj.turns else None
+        return last.reply if last is not None and last.index == index else None
+
+    def _drop_cut(self, index: int) -> None:
+        """Take the cut turn ``index`` back off the trajectory and the engine's view (its whole reply,
+        or nothing, takes its place)."""
         reply = self.traj.take_cut(index)
         if reply is not None and reply.ids:
             self.length -= len(reply.ids)
             del self.engine_ids[len(self.engine_ids) - len(reply.ids) :]
-        return reply
 
     async def turn(self, index: int) -> bool:
         """One generation and env step; returns whether the episode goes on."""
         traj, codec = self.traj, self.codec
-        cut = self._take_cut(index)
+        cut = self._cut(index)  # kept until its continuation arrives: a failure leaves it as it was
         if self.history.full:
             context, engine_ids, uris = None, self.engine_ids, self.image_uris
         else:
@@ -210,14 +216,15 @@ class _Episode:
             engine_ids = context.engine_ids if self.config.engine_placeholders else context.ids
             uris = [self.uri_by_key[p.key] for p in context.images]
         budget = self._budget(None if context is None else len(context.ids))
-        if budget < 1:
+        if budget + (0 if cut is None else len(cut.ids)) < 1:
+            self._drop_cut(index)
             raise _Stop(Status.TRUNCATED, None)
         params = {**self.sampling, "max_new_tokens": min(self.sampling["max_new_tokens"], budget)}
         t0 = time.perf_counter()
         if cut is None:
             out, overflow = await self._generate(params, engine_ids, uris)
         else:
-            out, overflow = await self._continue(cut, params, engine_ids, uris)
+            out, overflow = await self._continue(index, cut, budget, uris)
         t1 = time.perf_counter()
         ids, log_probs = tuple(out.token_ids), tuple(out.log_probs)
         bad = next((i for i, t in enumerate(ids) if t in codec.special_image_ids), None)
@@ -305,15 +312,17 @@ class _Episode:
             return err.kept, _describe("engine", err)
 
     async def _continue(
-        self, cut: Segment, params: dict[str, Any], engine_ids: Sequence[int], uris: list[str]
+        self, index: int, cut: Segment, budget: int, uris: list[str]
     ) -> tuple[EngineOutput, str | None]:
-        """The cut turn's reply: its partial tokens, then what the engine generates after them within
-        the turn's ``max_new_tokens`` (none left: the turn ended there, at its length)."""
-        left = params["max_new_tokens"] - len(cut.ids)
+        """Turn ``index``'s whole reply: its partial tokens ``cut``, then what the engine generates after
+        them, as many as the turn had left (none: the turn ended there, at its length). ``budget`` is
+        what the episode may hold with ``cut`` in it."""
+        left = min(self.sampling["max_new_tokens"] - len(cut.ids), budget)
         out, overflow = EngineOutput([], [], "length"), None
         if left > 0:
-            new = {**params, "max_new_tokens": left}
-            out, overflow = await self._generate(new, [*engine_ids, *cut.ids], uris)
+            new = {**self.sampling, "max_new_tokens": left}
+            out, overflow = await self._generate(new, self.engine_ids, uris)
+        self._drop_cut(index)
         ids, log_probs = [*cut.ids, *out.token_ids], [*(cut.log_probs or ()), *out.log_probs]
         return dataclasses.replace(out, token_ids=ids, log_probs=log_probs), overflow
 

@@ -171,13 +171,18 @@ def rebuild(request: ResumeRequest, codec: ChatCodec) -> Rebuilt:
         messages += [{"role": "assistant", "content": text, "token_ids": content_ids}, dict(entry["message"])]
         o = entry["observation_tokens"]
         kept.observation(o)
-        record = TurnRecord(i, text, entry["finish_reason"], len(reply.ids), reward=entry["reward"])
-        record.done, record.metrics, record.timings = (
-            entry["done"],
-            dict(entry["metrics"]),
-            dict(entry["timings"]),
+        record = TurnRecord(
+            i,
+            text,
+            entry["finish_reason"],
+            len(reply.ids),
+            reward=entry["reward"],
+            done=entry["done"],
+            metrics=dict(entry["metrics"]),
+            observation_tokens=o,
+            timings=dict(entry["timings"]),
+            reply=reply,
         )
-        record.observation_tokens, record.reply = o, reply
         records.append(record)
     if cut is not None:  # the cut turn: its partial reply, which the loop continues
         reply = kept.reply(cut)

@@ -106,10 +106,12 @@ def fill_sample(
     train_inputs = data.train_inputs()
     sample.multimodal_train_inputs = train_inputs or None
     inputs = {k: v for k, v in (sample.multimodal_inputs or {}).items() if k != KEPT_IMAGES_KEY}
-    if traj.status is Status.ABORTED and data.images:  # the task's images stay: a later call builds
-        sample.multimodal_inputs = {**inputs, KEPT_IMAGES_KEY: [p.image for p in data.images]}  # its env
-    elif data.images:
-        sample.multimodal_inputs = {**inputs, "images": [p.image for p in data.images]}
+    if data.images:  # an ABORTED sample keeps the task's images: a later call builds its env from them
+        inputs[KEPT_IMAGES_KEY if traj.status is Status.ABORTED else "images"] = [
+            p.image for p in data.images
+        ]
+    if inputs or sample.multimodal_inputs is not None:
+        sample.multimodal_inputs = inputs
     sample.status = sample.Status[traj.status.name]
     if reward is not None and traj.reward_from_env:  # otherwise slime's own reward model sets it
         sample.reward = reward
