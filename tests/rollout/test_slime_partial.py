@@ -13,7 +13,7 @@ import pytest
 from partial_helpers import PARAMS, assert_same_episode, interrupted
 from rollout_helpers import script, slime_args
 from slime.rollout.sglang_rollout import GenerateState, generate_and_rm
-from slime.utils.types import Sample
+from slime.utils.types import LegacySample, Sample
 
 from vlm_envs import build_env
 from vlm_envs.rollout import contract
@@ -290,3 +290,36 @@ def test_a_sample_aborted_before_the_hook_ran_plays_from_the_start(served):
     assert out.metadata["vlm_envs"]["resumed"] is None
     for name in ("tokens", "loss_mask", "status", "reward"):
         assert getattr(out, name) == getattr(ref, name), name
+
+
+def test_an_older_slime_sample_without_append_response_tokens_resumes_the_same(served):
+    server, codec = served
+    args = make_args(server, masked=True)
+    ids = replies(codec)
+
+    async def scenario():
+        filled = []
+        for cls in (Sample, LegacySample):
+            start = len(server.requests)
+            answer(server, ids[:2])
+            server.inject(Fault("abort", token_ids=tuple(ids[2]), size=4))
+            back = await interrupted(
+                server, args, cls(index=0, group_index=3, metadata=copy.deepcopy(ROW)), start + 3
+            )
+            answer(server, [ids[2][4:], *ids[3:]])
+            filled.append(await generate_and_rm(args, back, dict(PARAMS)))
+        return filled
+
+    new, old = run(scenario)
+    assert not hasattr(old, "append_response_tokens")
+    for name in (
+        "tokens",
+        "response",
+        "response_length",
+        "loss_mask",
+        "rollout_log_probs",
+        "status",
+        "reward",
+    ):
+        assert getattr(old, name) == getattr(new, name), name
+    assert old.loss_mask[: old.metadata["vlm_envs"]["resumed"]["response_tokens"]].count(1) == 0
