@@ -5,8 +5,9 @@ import asyncio
 
 import pytest
 import torch
+from partial_helpers import PARAMS, assert_same_episode, interrupted
 from rollout_helpers import slime_args
-from slime.rollout.sglang_rollout import GenerateState
+from slime.rollout.sglang_rollout import GenerateState, generate_and_rm
 from slime.utils.types import Sample
 
 from vlm_envs.rollout import slime as hook
@@ -115,3 +116,44 @@ def test_slimes_abort_reaches_episodes_on_actors(ray_cluster, served):
         record = sample.metadata["vlm_envs"]
         assert sample.status is Sample.Status.ABORTED, record["error"]
         assert 0 < record["num_turns"] < 1000 and sample_violations(sample, codec.token_space) == []
+
+
+def test_a_sample_slime_aborted_resumes_on_actors_as_if_never_cut(ray_cluster, served):
+    """``--partial-rollout`` with the episodes on actors: the resume state travels with the job, the
+    actor restores the env and goes on from the tokens SGLang returned; the Sample equals the
+    uninterrupted one played in process."""
+    server, codec = served
+    ids = [[*codec.tokenize(f"<answer>{m}</answer>"), codec.end_of_turn_id] for m in ("Up", "Left", "Down")]
+    partial = dict(
+        custom_generate_function_path="vlm_envs.rollout.slime.generate",
+        rollout_interaction_env_path="sokoban",
+        max_turns=3,
+        partial_rollout=True,
+        mask_offpolicy_in_partial_rollout=True,
+    )
+
+    def answer(replies):
+        for reply in replies:
+            server.inject(Fault("tokens", token_ids=tuple(reply)))
+
+    def new():
+        return Sample(index=0, group_index=3, metadata={"seed": 5, **SOKOBAN})
+
+    async def main():
+        try:
+            answer(ids)
+            ref = await generate_and_rm(slime_args(server, **partial), new(), dict(PARAMS))
+            args = slime_args(server, **partial, **RAY)
+            start = len(server.requests)
+            answer(ids[:1])
+            server.inject(Fault("abort", token_ids=tuple(ids[1]), size=4))
+            back = await interrupted(server, args, new(), start + 2)
+            kept = back.response_length
+            answer([ids[1][4:], ids[2]])
+            return ref, await generate_and_rm(args, back, dict(PARAMS)), kept
+        finally:
+            await hook.close()
+
+    ref, resumed, kept = asyncio.run(main())
+    assert resumed.metadata["vlm_envs"]["resumed"]["turns"] == 1
+    assert_same_episode(resumed, ref, codec, kept, masked=True)

@@ -2,7 +2,8 @@
 
 - token ids are ints in ``[0, vocab)``;
 - ``len(loss_mask) == len(log_probs) == response_length``; the mask is 0/1; log probs are finite and
-  <= 0 where the mask is 1 and exactly 0.0 where it is 0;
+  <= 0 where the mask is 1 and exactly 0.0 where it is 0 (but on the tokens a resumed episode kept, whose
+  mask a trainer may have zeroed);
 - images (Qwen-VL, merge size m): one run of ``prod(grid) / m**2`` pad tokens per image, in the order
   of the grid rows; no image without its tokens, no pad run without its image;
   ``pixel_values.shape[0] == sum(prod(grid))``;
@@ -57,8 +58,11 @@ def token_violations(
     grids: Sequence[Sequence[int]],
     pixel_rows: int | None,
     space: TokenSpace,
+    kept: int = 0,
 ) -> list[str]:
-    """What the token-level data breaks (empty when it keeps the contract)."""
+    """What the token-level data breaks (empty when it keeps the contract). The first ``kept`` response
+    tokens are a resumed episode's from before its abort: where a trainer zeroed their mask (slime's
+    ``--mask-offpolicy-in-partial-rollout``), a generated token keeps its log prob (finite, <= 0)."""
     found: list[str] = []
     tokens = [*prompt, *response]
     ids = _as_ids(tokens, space.vocab_size)
@@ -75,7 +79,7 @@ def token_violations(
         if m == 1 and not (isinstance(lp, float | int) and math.isfinite(lp) and lp <= 0.0):
             found.append(f"response token {i} is trainable with log prob {lp!r} (must be finite and <= 0)")
             break
-        if m == 0 and lp != 0.0:
+        if m == 0 and lp != 0.0 and not (i < kept and isinstance(lp, float) and math.isfinite(lp) and lp < 0):
             found.append(f"response token {i} is not trainable but has log prob {lp!r} (must be 0.0)")
             break
     generated_special = [
@@ -124,8 +128,9 @@ def trajectory_violations(traj: Any, space: TokenSpace) -> list[str]:
     )
 
 
-def sample_violations(sample: Any, space: TokenSpace) -> list[str]:
-    """What a slime ``Sample`` breaks (its response is the last ``response_length`` tokens)."""
+def sample_violations(sample: Any, space: TokenSpace, kept: int = 0) -> list[str]:
+    """What a slime ``Sample`` breaks (its response is the last ``response_length`` tokens); ``kept``: see
+    :func:`token_violations`."""
     n = int(sample.response_length or 0)
     tokens = list(sample.tokens or [])
     if n > len(tokens):
@@ -142,6 +147,7 @@ def sample_violations(sample: Any, space: TokenSpace) -> list[str]:
         grids,
         None if pixels is None else int(pixels.shape[0]),
         space,
+        kept,
     )
     if getattr(sample.status, "name", None) == "PENDING":
         found.append("status is PENDING")

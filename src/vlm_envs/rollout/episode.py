@@ -19,7 +19,7 @@ import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from vlm_envs.protocol import Env, Observation, StepInfo
 from vlm_envs.rewards import RewardError, call_reward, check_reward
@@ -35,9 +35,10 @@ from vlm_envs.rollout.engines.contract import (
     engine_name,
 )
 from vlm_envs.rollout.engines.image_uris import ImageInput, image_data_uri
-from vlm_envs.rollout.history import History
+from vlm_envs.rollout.episode_config import EpisodeConfig
 from vlm_envs.rollout.offload import InlineExecutor, rollout_executor
 from vlm_envs.rollout.prompt import FallbackPrompt
+from vlm_envs.rollout.resume import Rebuilt, ResumeError, ResumeRequest, rebuild, resume_state
 from vlm_envs.rollout.trajectory import (
     Segment,
     Status,
@@ -46,37 +47,6 @@ from vlm_envs.rollout.trajectory import (
     TurnRecord,
     check_against_template,
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class EpisodeConfig:
-    """Limits and options of one episode, resolved once at the edge."""
-
-    max_turns: int = 8
-    #: Cap on prompt + response tokens (the context the engine must hold); ``None``: no cap.
-    max_context_tokens: int | None = None
-    #: Cap on response tokens (generated + observations), slime's ``rollout_max_response_len``.
-    max_response_tokens: int | None = None
-    #: Generated tokens per turn, unless ``sampling_params`` says ``max_new_tokens``.
-    max_new_tokens: int = 1024
-    #: Send one unexpanded image token per image to the engine (builds that expand images themselves).
-    engine_placeholders: bool = False
-    #: How images reach the engine: ``"data_uri"`` (PNG data URIs, for HTTP engines) or ``"pil"``
-    #: (the resized PIL images themselves, for in-process engines such as verl's server manager).
-    engine_images: Literal["data_uri", "pil"] = "data_uri"
-    #: Compare the finished tokens with the template's rendering (cost grows with the episode).
-    check_template: bool = False
-    #: Reward of an episode that FAILED or was ABORTED.
-    failure_reward: float = 0.0
-    #: What the model sees of past turns: ``full``, or ``window:K`` (then each turn is a sample).
-    history: History = dataclasses.field(default_factory=History)
-
-    def __post_init__(self) -> None:
-        if self.max_turns < 1:
-            raise ValueError(f"max_turns must be >= 1, got {self.max_turns}")
-        object.__setattr__(self, "history", History.parse(self.history))
-        object.__setattr__(self, "failure_reward", check_reward(self.failure_reward, "failure_reward"))
-
 
 T = TypeVar("T")
 
@@ -167,6 +137,10 @@ class _Episode:
         encoded, messages = fallback.encode(self.codec)
         return encoded, self._payloads(encoded.images), messages
 
+    def _rebuild(self, request: ResumeRequest) -> tuple[Rebuilt, list[ImageInput]]:
+        rebuilt = rebuild(request, self.codec)
+        return rebuilt, self._payloads(rebuilt.traj.images)
+
     def _add_images(self, images: Sequence[ProcessedImage], uris: list[ImageInput]) -> None:
         self.traj.images += images
         self.image_uris += uris
@@ -202,9 +176,39 @@ class _Episode:
         self._add_images(prompt.images, uris)
         return self.traj
 
+    async def resume(self, request: ResumeRequest) -> Trajectory:
+        """The trajectory as it stood at the abort ``request`` hands back, and the env restored to its
+        last finished turn; no request is sent for the kept turns."""
+        if not self.history.full:
+            raise ResumeError(f"an episode resumes with the full history, not {self.history}")
+        t0 = time.perf_counter()
+        rebuilt, uris = await self._off_loop(self._rebuild, request)
+        t1 = time.perf_counter()
+        await self._off_loop(self.env.restore, rebuilt.snapshot)
+        self.traj = rebuilt.traj
+        self.traj.timings = {"rebuild_s": t1 - t0, "restore_s": time.perf_counter() - t1}
+        self.engine_ids.extend(rebuilt.engine_ids if self.config.engine_placeholders else self.traj.tokens)
+        self.length = len(self.traj.prompt_ids) + self.traj.response_length
+        self.image_uris += uris
+        return self.traj
+
+    def _cut(self, index: int) -> Segment | None:
+        """The partial reply of turn ``index`` if a resumed episode was cut inside it, else ``None``."""
+        last = self.traj.turns[-1] if self.traj.turns else None
+        return last.reply if last is not None and last.index == index else None
+
+    def _drop_cut(self, index: int) -> None:
+        """Take the cut turn ``index`` back off the trajectory and the engine's view (its whole reply,
+        or nothing, takes its place)."""
+        reply = self.traj.take_cut(index)
+        if reply is not None and reply.ids:
+            self.length -= len(reply.ids)
+            del self.engine_ids[len(self.engine_ids) - len(reply.ids) :]
+
     async def turn(self, index: int) -> bool:
         """One generation and env step; returns whether the episode goes on."""
         traj, codec = self.traj, self.codec
+        cut = self._cut(index)  # kept until its continuation arrives: a failure leaves it as it was
         if self.history.full:
             context, engine_ids, uris = None, self.engine_ids, self.image_uris
         else:
@@ -212,11 +216,15 @@ class _Episode:
             engine_ids = context.engine_ids if self.config.engine_placeholders else context.ids
             uris = [self.uri_by_key[p.key] for p in context.images]
         budget = self._budget(None if context is None else len(context.ids))
-        if budget < 1:
+        if budget + (0 if cut is None else len(cut.ids)) < 1:
+            self._drop_cut(index)
             raise _Stop(Status.TRUNCATED, None)
         params = {**self.sampling, "max_new_tokens": min(self.sampling["max_new_tokens"], budget)}
         t0 = time.perf_counter()
-        out, overflow = await self._generate(params, engine_ids, uris)
+        if cut is None:
+            out, overflow = await self._generate(params, engine_ids, uris)
+        else:
+            out, overflow = await self._continue(index, cut, budget, uris)
         t1 = time.perf_counter()
         ids, log_probs = tuple(out.token_ids), tuple(out.log_probs)
         bad = next((i for i, t in enumerate(ids) if t in codec.special_image_ids), None)
@@ -303,6 +311,21 @@ class _Episode:
                 raise
             return err.kept, _describe("engine", err)
 
+    async def _continue(
+        self, index: int, cut: Segment, budget: int, uris: list[str]
+    ) -> tuple[EngineOutput, str | None]:
+        """Turn ``index``'s whole reply: its partial tokens ``cut``, then what the engine generates after
+        them, as many as the turn had left (none: the turn ended there, at its length). ``budget`` is
+        what the episode may hold with ``cut`` in it."""
+        left = min(self.sampling["max_new_tokens"] - len(cut.ids), budget)
+        out, overflow = EngineOutput([], [], "length"), None
+        if left > 0:
+            new = {**self.sampling, "max_new_tokens": left}
+            out, overflow = await self._generate(new, self.engine_ids, uris)
+        self._drop_cut(index)
+        ids, log_probs = [*cut.ids, *out.token_ids], [*(cut.log_probs or ()), *out.log_probs]
+        return dataclasses.replace(out, token_ids=ids, log_probs=log_probs), overflow
+
     def _observe(self, text: str, encode: bool, ended_with_eos: bool) -> _Observed:
         """The env's answer to ``text`` and, if ``encode`` and the episode goes on, its token delta."""
         t0 = time.perf_counter()
@@ -344,6 +367,7 @@ async def run_episode(
     should_abort: Callable[[], bool] | None = None,
     executor: Executor | None = None,
     fallback_prompt: FallbackPrompt | None = None,
+    resume: ResumeRequest | None = None,
 ) -> Trajectory:
     """Play one episode of ``env`` with ``engine``; never raises for env, engine or codec errors.
 
@@ -353,18 +377,22 @@ async def run_episode(
     :func:`~vlm_envs.rollout.offload.rollout_executor`; :data:`~vlm_envs.rollout.offload.INLINE`
     runs it on the loop's thread); an env that overrides ``areset``/``astep`` runs its own way.
     ``fallback_prompt`` is the prompt when the env's first observation is empty (no text, no
-    images): slime-shaped envs leave the question to the dataset.
+    images): slime-shaped envs leave the question to the dataset. ``resume`` continues an aborted
+    episode from its last finished turn instead (:mod:`vlm_envs.rollout.resume`); an episode that ends
+    ABORTED leaves its own resume state on the trajectory (full history only).
     """
     config = config or EpisodeConfig()
     executor = executor or rollout_executor()
     episode = _Episode(env, engine, codec, config, sampling_params or {}, executor)
     try:
-        traj = await episode.start(seed, fallback_prompt)
-    except Exception as err:  # an env's reset, the engine or the codec may fail; the trainer must not
-        return Trajectory.failed(_describe("reset", err), config.failure_reward)
+        traj = await (episode.start(seed, fallback_prompt) if resume is None else episode.resume(resume))
+    except Exception as err:  # an env's reset or restore, the engine or the codec may fail
+        return Trajectory.failed(
+            _describe("reset" if resume is None else "resume", err), config.failure_reward
+        )
     status, error = Status.TRUNCATED, None
     try:
-        for index in range(config.max_turns):
+        for index in range(0 if traj.kept is None else traj.kept.turns, config.max_turns):
             if should_abort is not None and should_abort():
                 raise _Stop(Status.ABORTED, "aborted by the trainer")
             await episode.turn(index)
@@ -393,6 +421,11 @@ async def run_episode(
         if not traj.template_check.ok and traj.status is not Status.FAILED:
             traj.status, traj.error = Status.FAILED, f"template check: {traj.template_check.detail}"
     contract.enforce(traj, episode.space)
+    if traj.status is Status.ABORTED and traj.history.full:
+        try:
+            traj.resume = resume_state(traj, env.snapshot())
+        except Exception as err:  # e.g. an env reset without a seed: a later call plays from the start
+            traj.resume_error = _describe("snapshot", err)
     return traj
 
 

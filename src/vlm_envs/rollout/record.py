@@ -7,6 +7,7 @@ under :data:`RECORD_KEY` (slime's ``sample.metadata["vlm_envs"]``, verl's
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from vlm_envs.rollout.trajectory import Trajectory
@@ -48,5 +49,7 @@ def episode_record(traj: Trajectory, trainer: str) -> dict[str, Any]:
             for t in traj.turns
         ],
         "template_check": None if traj.template_check is None else traj.template_check.ok,
+        # a resumed episode: the turns and tokens it kept from before its abort (none generated again)
+        "resumed": None if traj.kept is None else dataclasses.asdict(traj.kept),
         "reset_info": {k: v for k, v in traj.reset_info.items() if isinstance(v, str | int | float | bool)},
     }

@@ -59,6 +59,17 @@ class TurnRecord:
 
 
 @dataclasses.dataclass(frozen=True)
+class Kept:
+    """What a resumed episode kept from before its abort (:mod:`vlm_envs.rollout.resume`): its
+    finished turns, and the response tokens (the trainer holds them already) and generated tokens
+    among them, the cut turn's partial reply included: none of them was generated again."""
+
+    turns: int
+    response_tokens: int
+    generated_tokens: int
+
+
+@dataclasses.dataclass(frozen=True)
 class TemplateCheck:
     """Whether the finished token list equals the chat template's rendering of the conversation."""
 
@@ -92,6 +103,12 @@ class Trajectory:
     history: History = dataclasses.field(default_factory=History)
     #: The prompt without its generation prompt (``window:0`` contexts start with it).
     head: Encoded | None = dataclasses.field(default=None, repr=False)
+    #: A resumed episode: what it kept from before its abort (``None``: it played from the start).
+    kept: Kept | None = None
+    #: An ABORTED full-history episode: the plain-JSON state it resumes from
+    #: (:func:`~vlm_envs.rollout.resume.resume_state`), or why it has none (``resume_error``).
+    resume: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
+    resume_error: str | None = None
     _train_inputs: dict[str, torch.Tensor] | None = dataclasses.field(default=None, repr=False, compare=False)
     _texts: tuple[str, ...] | None = dataclasses.field(default=None, repr=False, compare=False)
 
@@ -108,7 +125,19 @@ class Trajectory:
         for record in self.turns:
             record.reply = None
         self.status, self.error, self.reward = Status.FAILED, error, reward
+        self.kept = self.resume = None  # a trainer rewrites the whole response
         self._train_inputs = self._texts = None
+
+    def take_cut(self, turn: int) -> Segment | None:
+        """If the last turn is ``turn`` (a resumed episode cut inside it), take it back off: its record,
+        assistant message and reply segment; return the reply (``None``: there is no such turn)."""
+        if not self.turns or self.turns[-1].index != turn:
+            return None
+        reply = self.turns.pop().reply
+        self.messages.pop()
+        if reply is not None and reply.ids:
+            self.segments.pop()
+        return reply
 
     def discard_prompt(self) -> None:
         """Keep nothing at all (after :meth:`discard_response`, when the prompt itself is unusable)."""

@@ -63,9 +63,11 @@ class Fault:
 
     Without generating: ``status``: answer HTTP ``status`` with an error body. ``delay``: wait
     ``seconds``, then answer normally. ``abort``: answer ``finish_reason {"type": "abort"}`` with no
-    tokens. ``body``: answer HTTP ``status`` (200 unless set) with ``body`` verbatim (e.g. malformed
-    JSON). ``tokens``: answer with ``token_ids`` as the generation, scored by the model. ``drop``:
-    close the connection unanswered.
+    tokens; with a ``size``, as SGLang answers a request aborted mid-generation: the first ``size``
+    tokens generated (or of ``token_ids``, scored by the model) with their log probs. ``body``: answer
+    HTTP ``status`` (200 unless set) with ``body`` verbatim (e.g. malformed JSON). ``tokens``: answer
+    with ``token_ids`` as the generation, scored by the model (after ``seconds``). ``drop``: close the
+    connection unanswered.
 
     A generated reply with its last token broken: ``out_of_vocab`` (id ``token_ids[0]``, default
     vocabulary size + 5), ``negative_id`` (-1), ``float_id`` (id + 0.7), ``bool_id`` (``true``),

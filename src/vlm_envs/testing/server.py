@@ -35,6 +35,9 @@ from PIL import Image
 from vlm_envs.testing.faults import CORRUPTIONS, STREAMED, Fault, FaultQueue, corrupt_reply, stream_reply
 from vlm_envs.testing.generation import SamplingParams, TinyEngine
 
+#: The finish reason of an aborted request, as SGLang gives it.
+ABORTED = {"type": "abort", "message": "Abort by test server"}
+
 
 def decode_image(item: Any) -> Image.Image:
     """A PIL image from a base64 data URI or bare base64 (no paths or URLs: the server is offline)."""
@@ -171,9 +174,11 @@ class SGLangTestServer:
         peer = request.transport.get_extra_info("peername") if request.transport else None
         self.requests.append({**payload, "image_data": len(image_data), "_peer": list(peer or ())})
         fault = self._faults.pop()
-        if fault is not None and fault.kind == "delay":
+        if fault is not None and fault.kind in ("delay", "tokens"):
             await asyncio.sleep(fault.seconds)
-        elif fault is not None and fault.kind in ("status", "body", "abort", "drop"):
+        elif fault is not None and (
+            fault.kind in ("status", "body", "drop") or (fault.kind == "abort" and not fault.size)
+        ):
             return self._fault_response(request, fault)
         try:
             params = SamplingParams.from_request(payload.get("sampling_params") or {})
@@ -184,12 +189,18 @@ class SGLangTestServer:
             )
         except (KeyError, TypeError, ValueError) as err:
             return web.json_response({"error": f"{type(err).__name__}: {err}"}, status=400)
-        if fault is not None and fault.kind == "tokens":
+        if fault is not None and (fault.kind == "tokens" or (fault.kind == "abort" and fault.token_ids)):
             gen = await loop.run_in_executor(
                 self._executor, self.engine.script, inputs, fault.token_ids, params
             )
         else:
             gen = await loop.run_in_executor(self._executor, self.engine.generate, inputs, params)
+        if fault is not None and fault.kind == "abort":  # aborted mid-generation: the tokens so far
+            kept = gen.token_ids[: fault.size]
+            text = self.engine.tokenizer.decode(kept, skip_special_tokens=params.skip_special_tokens)
+            gen = dataclasses.replace(
+                gen, token_ids=kept, log_probs=gen.log_probs[: fault.size], finish_reason=ABORTED, text=text
+            )
         self._next_id += 1
         meta: dict[str, Any] = {
             "id": f"req-{self._next_id}",
@@ -218,7 +229,7 @@ class SGLangTestServer:
             self._next_id += 1
             meta = {
                 "id": f"req-{self._next_id}",
-                "finish_reason": {"type": "abort", "message": "Abort by test server"},
+                "finish_reason": ABORTED,
                 "prompt_tokens": 0,
                 "completion_tokens": 0,
                 "output_token_logprobs": [],

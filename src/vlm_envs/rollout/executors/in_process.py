@@ -69,6 +69,7 @@ class InProcessEpisodes:
                 sampling_params=job.sampling_params,
                 should_abort=should_abort,
                 fallback_prompt=job.fallback_prompt,
+                resume=job.resume,
             )
         finally:
             with contextlib.suppress(Exception):  # an env that fails to close must not lose the episode

@@ -30,6 +30,7 @@ from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.executors.wire import ARENA_BYTES, SEND_TIMEOUT_S, Packer, Sender, plain
 from vlm_envs.rollout.offload import INLINE
 from vlm_envs.rollout.prompt import FallbackPrompt
+from vlm_envs.rollout.resume import ResumeRequest
 from vlm_envs.rollout.trajectory import Trajectory
 
 #: How long a stopping worker gets to finish before it is killed (seconds).
@@ -65,6 +66,8 @@ class EpisodeJob:
     sampling_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     #: The prompt if the env's first observation is empty (encoded in the worker).
     fallback_prompt: FallbackPrompt | None = None
+    #: An aborted episode handed back, to continue from its last finished turn instead of a reset.
+    resume: ResumeRequest | None = None
 
     def portable(self) -> EpisodeJob:
         """This job as sent to a worker process or a Ray actor: its sample (unless ``None``, a
@@ -237,6 +240,7 @@ async def play_job(
             should_abort=lambda: job_id in aborted,
             executor=INLINE,
             fallback_prompt=job.fallback_prompt,
+            resume=job.resume,
         )
     finally:
         with contextlib.suppress(Exception):  # an env that fails to close must not lose the episode

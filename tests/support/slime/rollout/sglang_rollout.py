@@ -1,6 +1,8 @@
 """Stand-in for ``slime.rollout.sglang_rollout``: ``GenerateState`` (a per-process singleton holding
-the tokenizer, the processor, the default sampling params and the ``aborted`` flag) and
-``generate_and_rm`` (how slime calls a custom generate function and rewards what it returns).
+the tokenizer, the processor, the default sampling params, the pending group tasks and the ``aborted``
+flag), ``generate_and_rm`` (how slime calls a custom generate function and rewards what it returns),
+``generate_and_rm_group`` and ``abort`` (how slime ends a rollout: with ``--partial-rollout``, the
+groups still running come back for its data buffer, which hands them to ``generate_and_rm`` again).
 
 The real one loads the processor from ``args.hf_checkpoint``; a Qwen-VL processor cannot be loaded
 from disk here (it needs torchvision), so this one builds the tiny offline processor instead.
@@ -8,6 +10,7 @@ from disk here (it needs torchvision), so this one builds the tiny offline proce
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 from typing import Any
@@ -65,8 +68,17 @@ async def async_rm(args: Any, sample: Any) -> Any:
 
 async def generate_and_rm(args: Any, sample: Any, sampling_params: dict, evaluation: bool = False) -> Any:
     """Stand-in for ``slime.rollout.sglang_rollout.generate_and_rm`` as it treats a custom generate
-    function: called with ``evaluation`` when it takes it; a returned list is a fan-out whose samples
+    function, in its order: with ``partial_rollout`` and ``mask_offpolicy_in_partial_rollout``, a sample
+    that has a response gets ``loss_mask = [0] * response_length``; a COMPLETED or TRUNCATED one is
+    returned untouched; with the ``aborted`` flag set, the sample is marked ABORTED unplayed; else the
+    function is called (with ``evaluation`` when it takes it); a returned list is a fan-out whose samples
     are returned untouched if any is ABORTED, and otherwise get the RM's reward where theirs is None."""
+    partial = getattr(args, "partial_rollout", False)
+    if partial and getattr(args, "mask_offpolicy_in_partial_rollout", False) and sample.response_length > 0:
+        sample.loss_mask = [0] * sample.response_length
+    if sample.status in (sample.Status.COMPLETED, sample.Status.TRUNCATED):
+        assert sample.response is not None and sample.reward is not None
+        return sample
     state = GenerateState(args)
     if state.aborted:
         sample.status = sample.Status.ABORTED
@@ -83,3 +95,34 @@ async def generate_and_rm(args: Any, sample: Any, sampling_params: dict, evaluat
         if s.reward is None:
             s.reward = await async_rm(args, s)
     return sample
+
+
+async def generate_and_rm_group(
+    args: Any, group: list, sampling_params: dict, evaluation: bool = False
+) -> list:
+    """Stand-in for ``generate_and_rm_group``: the group's samples at once (nothing once aborted)."""
+    if GenerateState(args).aborted:
+        return group
+    tasks = [generate_and_rm(args, sample, dict(sampling_params), evaluation=evaluation) for sample in group]
+    return list(await asyncio.gather(*tasks))
+
+
+async def abort(args: Any, rollout_id: int) -> list[list]:
+    """Stand-in for ``abort`` at the end of a rollout: set the flag (the real one then aborts every
+    SGLang server until idle), wait for the pending group tasks and, with ``partial_rollout``, return
+    their groups for the data buffer, a sample with a response tagged with ``start_rollout_id``."""
+    state = GenerateState(args)
+    assert not state.aborted
+    state.aborted = True
+    aborted_samples = []
+    while state.pendings:
+        done, state.pendings = await asyncio.wait(state.pendings, return_when=asyncio.FIRST_COMPLETED)
+        if not getattr(args, "partial_rollout", False):
+            continue
+        for task in done:
+            group = task.result()
+            for sample in group:
+                if sample.response and "start_rollout_id" not in sample.metadata:
+                    sample.metadata["start_rollout_id"] = rollout_id
+            aborted_samples.append(group)
+    return aborted_samples

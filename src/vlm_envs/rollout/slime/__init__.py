@@ -24,7 +24,13 @@ Filled Sample fields: ``tokens`` (prompt + response, images expanded), ``respons
 tokens, 0 / 0.0 on observation tokens), ``multimodal_train_inputs`` (``pixel_values`` and
 ``image_grid_thw`` in token order), ``status``, ``reward`` (the env's episode reward unless
 ``vlm_envs_set_reward: false``) and ``metadata["vlm_envs"]`` (per-turn metrics, rewards, timings,
-the error if any). This is the only module that knows slime.
+the error if any). This package (with :mod:`~vlm_envs.rollout.slime.sample`, which fills the Sample) is
+the only one that knows slime.
+
+Under slime's ``--partial-rollout``, an episode that slime aborts comes back ABORTED with what it played
+and ``metadata["vlm_envs"]["resume"]`` (:mod:`vlm_envs.rollout.resume`); handed back, it goes on from its
+last finished turn, the cut turn from the tokens SGLang returned, and the kept tokens, log probs and
+loss mask (slime's ``--mask-offpolicy-in-partial-rollout`` zeros included) stay as they are.
 
 A row (``sample.metadata``) is read by :class:`~vlm_envs.rollout.rows.RowSpec`: it may name a
 registered env, or a module path or file only where the YAML names it (``rollout_interaction_env_path``
@@ -56,7 +62,7 @@ from typing import Any
 
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.rollout import contract
-from vlm_envs.rollout.codec import ChatCodec, Encoded
+from vlm_envs.rollout.codec import ChatCodec
 from vlm_envs.rollout.engines.http import DEFAULT_READ_TIMEOUT_S, DEFAULT_TURN_TIMEOUT_S
 from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig
@@ -65,9 +71,9 @@ from vlm_envs.rollout.executors.in_process import EpisodeExecutor
 from vlm_envs.rollout.executors.worker_process import EpisodeJob
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.offload import rollout_executor
-from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, episode_record
 from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
+from vlm_envs.rollout.slime.sample import fail_sample, fill_sample, resume_request, sample_prompt
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample, make_train_inputs
 
@@ -237,9 +243,11 @@ _runtime = _Runtime()
 
 
 async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], evaluation: bool = False) -> Any:
-    """Roll out one episode of the sample's env and fill the Sample; never raises into the trainer."""
+    """Roll out one episode of the sample's env and fill the Sample; never raises into the trainer. An
+    ABORTED sample handed back (slime's ``--partial-rollout``) goes on from its last finished turn."""
     record: dict[str, Any] = {"evaluation": evaluation}
     sample.metadata = sample.metadata if isinstance(sample.metadata, dict) else {}
+    previous = sample.metadata.get(METADATA_KEY)
     sample.metadata[METADATA_KEY] = record
     try:
         config = resolve_config(args, sample, dict(sampling_params))
@@ -247,8 +255,11 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
         state = _runtime.generate_state(args)
         codec = _runtime.codec(args, state)
         executor = _runtime.executor(args, codec, config)
+        resume = resume_request(sample, previous) if config.episode.history.full else None
     except Exception as err:  # a missing env, a bad config or an unloadable processor fails this sample only
-        return _fail(sample, record, f"{type(err).__name__}: {err}")
+        return fail_sample(sample, record, f"{type(err).__name__}: {err}")
+    if getattr(sample.status, "name", None) == "ABORTED":
+        sample.reward = None  # the abort's 0.0 was no score: the env's (or slime's RM) sets it
     env_sample, env_config = config.row.build_inputs(sample)
     job = EpisodeJob(
         env=config.env,
@@ -257,21 +268,25 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
         seed=config.seed,
         config=config.episode,
         sampling_params=dict(sampling_params),
-        fallback_prompt=sample_prompt(sample),
+        fallback_prompt=sample_prompt(sample) if resume is None else None,
+        resume=resume,
     )
     traj = await executor.run(job, should_abort=_runtime.abort_flag(state))  # tensors made off this loop
+    kept = 0 if traj.kept is None else traj.kept.response_tokens
     try:
         record.update(episode_record(traj, trainer="slime"))
+        if traj.status is Status.ABORTED:
+            record.update(resume=traj.resume, resume_error=traj.resume_error)
         turns = traj.turn_samples(config.turn_reward, config.gamma) if not traj.history.full else []
         if turns:
             return await _fan_out(args, sample, traj, turns, codec, config)
-        _fill_sample(args, sample, traj, codec, traj.reward if config.set_reward else None)
-        violations = contract.sample_violations(sample, codec.token_space)
+        fill_sample(args, sample, traj, codec, traj.reward if config.set_reward else None, kept=kept)
+        violations = contract.sample_violations(sample, codec.token_space, kept=kept)
         if violations:  # a bug of this library; the trainer still gets a valid, failed sample
             contract.report("sample", violations)
-            return _fail(sample, record, f"contract: {violations[0]}", traj.prompt)
+            return fail_sample(sample, record, f"contract: {violations[0]}", traj.prompt)
     except Exception as err:  # a Sample that refuses the data (slime's own checks) fails this sample only
-        return _fail(sample, record, f"filling the sample: {type(err).__name__}: {err}", traj.prompt)
+        return fail_sample(sample, record, f"filling the sample: {type(err).__name__}: {err}", traj.prompt)
     return sample
 
 
@@ -288,11 +303,11 @@ async def _fan_out(
         turn_record = {**record, "turn": turn.turn, "episode_id": episode_id, "num_turns": len(turns)}
         turn_record.update(context_turns=list(turn.context.turns), turn_reward=config.turn_reward)
         one.metadata = {**sample.metadata, METADATA_KEY: turn_record}
-        _fill_sample(args, one, traj, codec, turn.reward if config.set_reward else None, data=turn)
+        fill_sample(args, one, traj, codec, turn.reward if config.set_reward else None, data=turn)
         violations = contract.sample_violations(one, codec.token_space)
         if violations:  # a bug of this library; the trainer still gets a valid, failed sample
             contract.report("sample", violations)
-            return [_fail(sample, record, f"contract: turn {turn.turn}: {violations[0]}", traj.prompt)]
+            return [fail_sample(sample, record, f"contract: turn {turn.turn}: {violations[0]}", traj.prompt)]
         out.append(one)
     return out
 
@@ -311,75 +326,3 @@ async def reward(args: Any, sample: Any, **kwargs: Any) -> float:
     """The env's episode reward that :func:`generate` recorded (0.0 if it recorded none)."""
     record = (getattr(sample, "metadata", None) or {}).get(METADATA_KEY) or {}
     return float(record.get("reward") or 0.0)
-
-
-def sample_prompt(sample: Any) -> FallbackPrompt | None:
-    """The sample's own prompt, for an env whose first observation is empty.
-
-    ``sample.prompt`` is the chat-templated text when slime's ``apply_chat_template`` is set (it is
-    then encoded as it stands, by the processor call slime makes), else a message list (rendered
-    with the template); images come from ``sample.multimodal_inputs["images"]``.
-    """
-    prompt = getattr(sample, "prompt", None)
-    images = tuple((getattr(sample, "multimodal_inputs", None) or {}).get("images") or ())
-    if isinstance(prompt, str) and (prompt or images):
-        return FallbackPrompt(text=prompt, images=images)
-    if isinstance(prompt, list) and prompt:
-        return FallbackPrompt(messages=tuple(prompt), images=images)
-    return None
-
-
-def _fail(sample: Any, record: dict[str, Any], error: str, prompt: Encoded | None = None) -> Any:
-    """Mark the sample FAILED with reward 0.0 and an empty, self-consistent response (after
-    ``prompt``, the episode's encoded prompt, when there is one)."""
-    record.update(status=Status.FAILED.value, error=error, reward=0.0)
-    sample.status = sample.Status.FAILED
-    sample.reward = 0.0
-    if prompt is not None:
-        sample.tokens = list(prompt.ids)
-        sample.multimodal_train_inputs = prompt.train_inputs() or None
-    if prompt is not None or not sample.tokens:
-        sample.response, sample.response_length, sample.loss_mask, sample.rollout_log_probs = "", 0, [], []
-    return sample
-
-
-def _fill_sample(
-    args: Any,
-    sample: Any,
-    traj: Trajectory,
-    codec: ChatCodec,
-    reward: float | None,
-    data: Trajectory | TurnSample | None = None,
-) -> None:
-    """Fill ``sample`` from ``data`` (the whole trajectory, or one of its turn samples) with the
-    episode's status and ``reward`` (``None``, or an env without an episode reward: left to slime)."""
-    data = traj if data is None else data
-    sample.tokens = list(data.prompt_ids)
-    sample.response, sample.response_length = "", 0
-    sample.loss_mask, sample.rollout_log_probs = None, None
-    if hasattr(sample, "append_response_tokens"):  # texts made where the episode played
-        for seg, text in zip(data.segments, data.segment_texts(codec), strict=True):
-            sample.append_response_tokens(
-                args,
-                tokens=seg.ids,
-                log_probs=seg.log_probs if seg.trainable else None,
-                trainable=seg.trainable,
-                text=text,
-                update_terminal_info=False,
-            )
-    else:  # older slime: fill the fields directly
-        sample.tokens += data.response_ids
-        sample.response = codec.decode(data.response_ids, skip_special_tokens=False)
-        sample.response_length = data.response_length
-    if sample.loss_mask is None:  # older slime, or an empty response: slime still wants both lists
-        sample.loss_mask, sample.rollout_log_probs = data.loss_mask, data.log_probs
-    train_inputs = data.train_inputs()
-    sample.multimodal_train_inputs = train_inputs or None
-    if data.images:
-        sample.multimodal_inputs = {
-            **(sample.multimodal_inputs or {}),
-            "images": [p.image for p in data.images],
-        }
-    sample.status = sample.Status[traj.status.name]
-    if reward is not None and traj.reward_from_env:  # otherwise slime's own reward model sets it
-        sample.reward = reward
