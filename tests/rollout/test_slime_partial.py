@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from typing import Any
 
 import pytest
 from partial_helpers import PARAMS, assert_same_episode, interrupted
@@ -71,6 +72,14 @@ def run(coro_fn):
     return asyncio.run(main())
 
 
+async def uninterrupted(server: Any, args: Any, ids: list[list[int]]) -> tuple[Any, list[dict]]:
+    """The episode played whole with ``ids`` as its replies, and the requests it sent."""
+    start = len(server.requests)
+    answer(server, ids)
+    ref = await generate_and_rm(args, new_sample(), PARAMS)
+    return ref, server.requests[start:]
+
+
 @pytest.mark.parametrize("masked", [False, True], ids=["mask kept", "mask-offpolicy"])
 @pytest.mark.parametrize("executor", EXECUTORS)
 def test_an_episode_aborted_between_turns_resumes_at_the_next_turn(served, executor, masked):
@@ -79,10 +88,7 @@ def test_an_episode_aborted_between_turns_resumes_at_the_next_turn(served, execu
     ids = replies(codec)
 
     async def scenario():
-        start = len(server.requests)
-        answer(server, ids)
-        ref = await generate_and_rm(args, new_sample(), PARAMS)
-        ref_requests = server.requests[start:]
+        ref, ref_requests = await uninterrupted(server, args, ids)
         assert ref.metadata["vlm_envs"]["num_turns"] == 4, ref.metadata["vlm_envs"]
 
         start = len(server.requests)
@@ -123,10 +129,7 @@ def test_an_episode_aborted_inside_a_turn_goes_on_from_the_tokens_the_engine_ret
     ids = replies(codec)
 
     async def scenario():
-        start = len(server.requests)
-        answer(server, ids)
-        ref = await generate_and_rm(args, new_sample(), PARAMS)
-        ref_requests = server.requests[start:]
+        ref, ref_requests = await uninterrupted(server, args, ids)
 
         start = len(server.requests)
         answer(server, ids[:2])
