@@ -77,6 +77,22 @@ class Service:
             raise ApiError(404, f"unknown env {fields.env[:80]!r}: this server serves {names}")
         return fields.env
 
+    def reset_payload(self, fields: ResetFields) -> dict[str, Any]:
+        """What a reset asks of its session's worker: the env and its config, and a seed and options or a
+        snapshot to continue (422: both)."""
+        payload = {
+            "env": self.env_of(fields),
+            "seed": fields.seed,
+            "config": fields.config,
+            "options": fields.options,
+            "episode_id": fields.episode_id,
+        }
+        if fields.snapshot is not None:
+            if fields.seed is not None or fields.options is not None:
+                raise ApiError(422, "a reset with a snapshot plays the snapshot's seed and options: give neither")
+            payload["snapshot"] = fields.snapshot
+        return payload
+
     async def call(self, session: Session, op: str, payload: Any) -> tuple[int, bytes]:
         """One call on ``session``'s env; worker deaths answer 500 with the reason, and the session
         is lost (an HTTP one is closed, a WebSocket one moves to a live worker). A session closed while
