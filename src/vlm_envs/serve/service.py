@@ -89,7 +89,8 @@ class Service:
         }
         if fields.snapshot is not None:
             if fields.seed is not None or fields.options is not None:
-                raise ApiError(422, "a reset with a snapshot plays the snapshot's seed and options: give neither")
+                why = "a reset with a snapshot plays the snapshot's seed and options: give neither"
+                raise ApiError(422, why)
             payload["snapshot"] = fields.snapshot
         return payload
 
