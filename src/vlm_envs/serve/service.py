@@ -13,7 +13,7 @@ from vlm_envs.serve.config import ServeConfig
 from vlm_envs.serve.guards import ApiError
 from vlm_envs.serve.metrics import ServeMetrics
 from vlm_envs.serve.pool import EnvWorkers, WorkerDied
-from vlm_envs.serve.sessions import Refused, Session, Sessions, lost_reason
+from vlm_envs.serve.sessions import LOST, SHUTTING_DOWN, Refused, Session, Sessions, lost_reason
 from vlm_envs.serve.wire import ResetFields
 from vlm_envs.serve.worker import DEADLINE, MEMORY, WorkerSettings
 
@@ -100,7 +100,7 @@ class Service:
         the call waited for its lock answers 410 without reaching the worker; one the worker closed
         (past its deadline or memory budget) is closed here too."""
         if self.sessions.draining and op != "close":
-            raise ApiError(503, "the server is shutting down: no new calls")
+            raise ApiError(503, f"{SHUTTING_DOWN}: no new calls")
         self.in_flight += 1
         self.quiet.clear()
         try:
@@ -110,7 +110,7 @@ class Service:
                 if session.lost is not None:  # a WebSocket session whose worker died since its last call
                     reason, session.lost = session.lost, None
                     self.sessions.rehome(session)
-                    raise ApiError(500, f"session lost: {reason}; reset to start a new episode")
+                    raise ApiError(500, f"{LOST}: {reason}; reset to start a new episode")
                 try:
                     where = (session.worker, session.generation)
                     started = time.monotonic()
@@ -126,7 +126,7 @@ class Service:
                         self.sessions.rehome(session)
                     else:
                         self.sessions.close(session, lost_reason(str(err)))
-                    raise ApiError(500, f"session lost: {err}; reset to start a new episode") from None
+                    raise ApiError(500, f"{LOST}: {err}; reset to start a new episode") from None
         finally:
             session.touch()
             self.in_flight -= 1
