@@ -122,7 +122,7 @@ def test_episodes_outlive_a_sigkilled_server(tmp_path):
             thread.join(120)
         assert server_a.wait(10) == -signal.SIGKILL
     on_a = 0
-    for key, (replies, turns) in expected.items():
+    for key, (_, turns) in expected.items():
         result = results[key]
         assert not isinstance(result, BaseException), f"{key}: {result!r}"
         first_url, last_url, got, restores = result
