@@ -98,6 +98,8 @@ async def _answer(raw: str | bytes, session: Session, service: Service) -> str |
         elif kind == "step":
             status, body = await service.call(session, "step", Action.model_validate(data).text)
         elif kind in ("state", "random", "snapshot"):
+            if kind == "snapshot" and data:
+                raise ApiError(422, "snapshot takes no data: a WebSocket's snapshot is its own session's")
             payload = RandomState.model_validate(data).model_dump() if kind == "random" else None
             status, body = await service.call(session, kind, payload)
             if status == 200:
