@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from vlm_envs.remote_wire import one_line
 from vlm_envs.serve.config import TOKEN_ENV, is_loopback
 
 #: The longest wait for a connection or a reply a RemoteEnv may be given (seconds).
@@ -65,8 +66,7 @@ def no_redirect(exc: Exception) -> Exception:
 
 def cannot_connect(url: str, err: Exception) -> str:
     """Why no session could be opened on the server at ``url``, on one line, with what to do about it."""
-    reason = " ".join(str(err).split())[:300]
-    return f"cannot open a session on {ws_url(url)}: {reason}{handshake_hint(err)}"
+    return f"cannot open a session on {ws_url(url)}: {one_line(err)}{handshake_hint(err)}"
 
 
 def handshake_hint(err: Exception) -> str:
