@@ -27,6 +27,10 @@ from vlm_envs.imaging import lossless_png
 from vlm_envs.remote import RemoteEnv, RemoteEnvError
 from vlm_envs.remote_failover import RESTORES_METRIC, KeptSnapshot, restore_order, session_gone
 from vlm_envs.remote_wire import MalformedReply
+from vlm_envs.serve.config import ServeConfig
+
+sys.path.insert(0, str(Path(__file__).parent / "serve"))
+from serve_support import ServerThread, wait_for
 
 #: Envs whose random episodes (seeds below) last past the kill; two episodes each.
 ENVS = ("sokoban", "sliding_puzzle", "jigsaw", "fog_maze")
@@ -133,6 +137,30 @@ def test_episodes_outlive_a_sigkilled_server(tmp_path):
         else:
             assert last_url == url_b and set(restores) == {0}, key
     assert on_a == len(expected) // 2  # the URLs are taken in turn
+
+
+def test_an_episode_lost_with_its_worker_is_restored_and_counted():
+    """A server whose worker died answers the session's next call ``session lost``: the episode goes on
+    on the other server, and the step equals the in-process one."""
+    replies, turns = in_process("sokoban", 5)
+    with (
+        ServerThread(ServeConfig(envs=("sokoban",), workers=1)) as a,
+        ServerThread(ServeConfig(envs=("sokoban",), workers=1)) as b,
+    ):
+        envs = [RemoteEnv([a.url, b.url], "sokoban", timeout_s=30) for _ in range(2)]
+        for env in envs:
+            assert view(env.reset(5)[0]) == turns[0]
+            obs, done, info = env.step(replies[0])
+            assert view(obs, done, info, env.episode_reward()) == turns[1]
+        on_a = next(env for env in envs if env.url == a.url)
+        a.service.workers.kill(0, "killed by the test")
+        wait_for(lambda: a.service.metrics.worker_restarts == 1)  # its sessions are lost now
+        for env in envs:
+            obs, done, info = env.step(replies[1])
+            assert view(obs, done, info, env.episode_reward()) == turns[2]
+            assert info.metrics.get(RESTORES_METRIC, 0) == (1 if env is on_a else 0)
+            env.close()
+        assert on_a.url == b.url
 
 
 def test_a_restore_needs_a_kept_snapshot_and_a_live_server(tmp_path):
