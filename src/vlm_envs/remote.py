@@ -10,27 +10,33 @@ remotely: ``build_env("vlm_envs.remote", url=..., env="sokoban", **config)`` (sl
 config; :data:`LOCATION_KEYS`). Replies are read as hostile input (:mod:`vlm_envs.remote_wire`).
 ``random_response(rng)`` is the served env's own: the server draws it from ``rng``'s state and hands the
 state back advanced, so a random player's episodes are the in-process ones (the env's code need not be
-installed here). Needs the ``serve`` extra (``websockets``).
+installed here). With several URLs an episode outlives its server: the client keeps the episode's
+latest snapshot (:mod:`vlm_envs.remote_failover`), and when the server holding it dies, or answers that
+the session is gone (410, its worker died, it is shutting down), restores it on the next server and
+sends the call again, once; the step's metrics count the restore (``remote_restores``). Needs the
+``serve`` extra (``websockets``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import random
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 from vlm_envs.protocol import Env, EpisodeFinishedError, Observation, StepInfo, trainer_env_config
-from vlm_envs.remote_location import check_timeout, check_url, handshake_hint, next_url, no_redirect, ws_url
+from vlm_envs.remote_failover import RESTORES_METRIC, KeptSnapshot, restore_order, session_gone
+from vlm_envs.remote_location import cannot_connect, check_timeout, check_url, next_url, open_websocket
 from vlm_envs.remote_wire import (
     MalformedReply,
     Reply,
     StateData,
+    no_extra_frame,
     one_line,
     parse_error,
     parse_random,
@@ -39,37 +45,44 @@ from vlm_envs.remote_wire import (
     read_frame,
 )
 from vlm_envs.rewards import RewardError, check_reward
-from vlm_envs.serve.config import is_loopback, token_from_env
+from vlm_envs.serve.config import token_from_env
 from vlm_envs.serve.wire import RandomState
 
 __all__ = ["LOCATION_KEYS", "RemoteEnv", "RemoteEnvError", "build_env"]
 
-#: The largest reply taken from a server (bytes): a few big images per observation fit easily.
-MAX_REPLY_BYTES = 64 << 20
-#: Frames buffered ahead of the one being read: a server that floods frames is read no further.
-MAX_QUEUED_FRAMES = 2
 #: Where the episodes play and with which credentials: keys a dataset row may not set (they are the
 #: trainer's: slime's ``vlm_envs_remote_url`` YAML key, verl's ``remote_url``; ``$VLM_ENVS_SERVE_TOKEN``).
 LOCATION_KEYS = frozenset({"url", "token", "timeout_s"})
 #: The trainer args (slime's YAML keys; verl's loop sets them from its YAML) :func:`build_env` reads.
 ARGS_URL, ARGS_TIMEOUT = "vlm_envs_remote_url", "vlm_envs_remote_timeout_s"
 #: The frame type that answers each request.
-_ANSWERS = {"reset": "observation", "step": "observation", "state": "state", "random": "random"}
+_ANSWERS = {
+    "reset": "observation",
+    "step": "observation",
+    "state": "state",
+    "random": "random",
+    "snapshot": "snapshot",
+}
 T = TypeVar("T")
 
 
 class RemoteEnvError(RuntimeError):
-    """The server refused a call or could not be reached; ``status`` is the HTTP-like status."""
+    """The server refused a call or could not be reached; ``status`` is the HTTP-like status, ``lost``
+    whether the session is gone with its server (unreachable, closed, 410, its worker died)."""
 
-    def __init__(self, message: str, status: int | None = None, code: str | None = None) -> None:
+    def __init__(
+        self, message: str, status: int | None = None, code: str | None = None, lost: bool = False
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.lost = lost
 
 
 @dataclasses.dataclass
 class _Episode:
-    """The episode a RemoteEnv plays: what each reply must name to answer this episode's request."""
+    """The episode a RemoteEnv plays: what each reply must name to answer this episode's request (the
+    session changes when the episode is restored on another server)."""
 
     session_id: str
     episode_id: str
@@ -81,7 +94,8 @@ class RemoteEnv(Env):
     """Env ``env`` (with ``config``) played on the server at ``url`` (or one of several, in turn).
 
     ``token``: the server's bearer token (default ``$VLM_ENVS_SERVE_TOKEN``). ``timeout_s`` bounds
-    connecting and each reply. Errors the server answers raise :class:`RemoteEnvError`; a step
+    connecting and each reply. Given several URLs, an episode lost with its server is restored on
+    another (see the module). Errors the server answers raise :class:`RemoteEnvError`; a step
     after the end raises :class:`~vlm_envs.protocol.EpisodeFinishedError`, as in process.
 
     The server is hostile input: one reply per request, of the type that answers it and naming this
@@ -105,7 +119,8 @@ class RemoteEnv(Env):
         urls = [url] if isinstance(url, str) else list(url) if isinstance(url, Sequence) else []
         if not urls:
             raise ValueError(f"url must be a server URL or a list of them, got {url!r:.80}")
-        self.url = next_url([check_url(u) for u in urls])
+        self.urls = [check_url(u) for u in urls]
+        self.url = next_url(self.urls)
         self.env = env
         self.config = dict(config)
         self.timeout_s = check_timeout(timeout_s)
@@ -121,6 +136,8 @@ class RemoteEnv(Env):
         self._tools: list[dict[str, Any]] = []
         self.has_episode_reward = True  # the served env's, once reset
         self.session: dict[str, Any] = {}
+        self._kept: KeptSnapshot | None = None  # with several URLs: the episode's latest snapshot
+        self._restores = 0  # restores since the last step's reply (counted in the next step's metrics)
 
     # ---- the Env protocol -------------------------------------------------------------------------
 
@@ -147,6 +164,7 @@ class RemoteEnv(Env):
             return reply
 
         self._episode, self._reward, self._ended = None, None, None
+        self._kept, self._restores = None, 0
         reply = self._exchange({"type": "reset", "data": data}, check)
         meta = reply.metadata
         self._session_id = meta.session_id
@@ -156,6 +174,8 @@ class RemoteEnv(Env):
         self.has_episode_reward = meta.has_episode_reward
         self._reward = (meta.episode_reward, meta.reward_error)
         self.session = {"session_id": meta.session_id, "episode_id": meta.episode_id}
+        if len(self.urls) > 1:
+            self._kept = self._keep(seed)
         return reply.obs, dict(meta.reset_info)
 
     def step(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
@@ -174,17 +194,22 @@ class RemoteEnv(Env):
                 raise MalformedReply("reward: a step reply's reward is null with no reward_error")
             return reply
 
-        reply = self._exchange({"type": "step", "data": {"text": response_text}}, check)
+        reply = self._call({"type": "step", "data": {"text": response_text}}, check)
         meta = reply.metadata
         episode.steps, episode.done = meta.step, reply.done
         self._reward = (meta.episode_reward, meta.reward_error)
+        if self._kept is not None:
+            self._kept.played(response_text)
+        metrics = dict(meta.metrics)
+        if self._restores:
+            metrics[RESTORES_METRIC], self._restores = self._restores, 0
         if reply.reward is None:  # the episode cannot go on with a refused reward
             raise RewardError(f"the server refused the step reward: {one_line(meta.reward_error)}")
         info = StepInfo(
             reward=reply.reward,
             terminated=meta.terminated,
             truncated=meta.truncated,
-            metrics=dict(meta.metrics),
+            metrics=metrics,
             info=dict(meta.info),
         )
         return reply.obs, reply.done, info
@@ -215,14 +240,14 @@ class RemoteEnv(Env):
                 )
             return state
 
-        return self._exchange({"type": "state"}, check).oracle_response
+        return self._call({"type": "state"}, check).oracle_response
 
     def random_response(self, rng: random.Random) -> str:
         """The served env's own random reply for where the episode stands, drawn from ``rng`` as in
         process: its state goes to the server and comes back advanced past the draw."""
         self._current()
         state = RandomState.of(rng).model_dump()
-        text, advanced = self._exchange({"type": "random", "data": state}, parse_random)
+        text, advanced = self._call({"type": "random", "data": state}, parse_random)
         rng.setstate(advanced)
         return text
 
@@ -244,30 +269,10 @@ class RemoteEnv(Env):
         return self._episode
 
     def _connect(self) -> Any:
-        from websockets.sync.client import connect
-
-        target = ws_url(self.url)
-        headers = {"Authorization": f"Bearer {self._token}"} if self._token else None
-        local = is_loopback(urlsplit(target).hostname or "")
         try:
-            connecter = connect(
-                target,
-                additional_headers=headers,
-                open_timeout=self.timeout_s,
-                close_timeout=min(self.timeout_s, 10.0),
-                max_size=MAX_REPLY_BYTES,
-                max_queue=MAX_QUEUED_FRAMES,
-                proxy=None if local else True,
-                legacy=False,
-            )
-            # websockets follows redirects, to other hosts too: an episode, its images and the token go
-            # only to the server the user named, so a 3xx answer is the error itself
-            connecter.process_redirect = no_redirect
-            return connecter.connect()
+            return open_websocket(self.url, self._token, self.timeout_s)
         except Exception as err:
-            raise RemoteEnvError(
-                f"cannot open a session on {target}: {one_line(err)}{handshake_hint(err)}"
-            ) from err
+            raise RemoteEnvError(cannot_connect(self.url, err), lost=True) from err
 
     def _drop(self, send_close: bool = False) -> None:
         """Forget the connection (the server's session and its episode with it); call with the lock."""
@@ -279,10 +284,65 @@ class RemoteEnv(Env):
                     ws.send(json.dumps({"type": "close"}))
                 ws.close()
 
-    def _exchange(self, message: dict[str, Any], check: Callable[[dict[str, Any]], T]) -> T:
+    def _call(self, message: dict[str, Any], check: Callable[[dict[str, Any]], T]) -> T:
+        """:meth:`_exchange` on the episode; where the session was lost with its server and a snapshot of
+        the episode is kept, the episode is restored on another server and ``message`` sent again, once."""
+        episode = self._episode
+        try:
+            return self._exchange(message, check)
+        except RemoteEnvError as err:
+            if not err.lost or self._kept is None or episode is None:
+                raise
+            self._restore(episode, self._kept, err)
+        return self._exchange(message, check)
+
+    def _keep(self, seed: int | None) -> KeptSnapshot | None:
+        """The snapshot of the episode just reset, from its server; ``None`` where it gives none (a
+        server without snapshots, an episode it cannot name the seed of, an env keeping its own state)."""
+        try:
+            kept = self._exchange(
+                {"type": "snapshot"}, lambda data: KeptSnapshot(data, seed, fresh=True), keep_session=True
+            )
+        except RemoteEnvError as err:
+            if err.lost:
+                raise
+            return None
+        return kept if kept.replay else None
+
+    def _restore(self, episode: _Episode, kept: KeptSnapshot, lost: RemoteEnvError) -> None:
+        """Continue ``episode`` from ``kept`` on the first server of :func:`restore_order` that takes it;
+        ``lost`` (with every server's reason) when none can."""
+        message = kept.restore_message(self.env, self.config, episode.episode_id)
+        check = functools.partial(
+            KeptSnapshot.parse_restored, episode_id=episode.episode_id, steps=episode.steps
+        )
+        reasons = [str(lost)]
+        for url in restore_order(self.urls, self.url):
+            self.url = url
+            try:
+                meta = self._exchange(message, check).metadata
+            except RemoteEnvError as err:
+                if not err.lost:
+                    raise
+                reasons.append(str(err))
+                continue
+            episode.session_id = self._session_id = meta.session_id
+            self._episode, self._ended = episode, None
+            self._reward = (meta.episode_reward, meta.reward_error)
+            self.session = {"session_id": meta.session_id, "episode_id": meta.episode_id}
+            self._restores += 1
+            return
+        raise RemoteEnvError(
+            f"the episode was lost and no server restored it: {'; '.join(reasons)}", lost.status, lost.code
+        )
+
+    def _exchange(
+        self, message: dict[str, Any], check: Callable[[dict[str, Any]], T], keep_session: bool = False
+    ) -> T:
         """Send ``message``, read its one reply and return it as ``check`` reads it; a server's error
         frame raises :class:`RemoteEnvError` (or ``EpisodeFinishedError``), as does any frame ``check``
-        refuses, and both close the connection (a reply queued behind can answer no later request)."""
+        refuses, and both close the connection (a reply queued behind can answer no later request), but
+        an error frame with ``keep_session`` (a call that changes nothing: the session goes on)."""
         from websockets.exceptions import ConnectionClosed
 
         op = message["type"]
@@ -299,13 +359,16 @@ class RemoteEnv(Env):
                     if error.status == 409 and "episode is done" in text:
                         self._drop()
                         raise EpisodeFinishedError(text)
-                    raise self._end(RemoteEnvError(f"{self.url}: {text}", error.status, error.code))
+                    lost = session_gone(error.status, error.code, text)
+                    failed = RemoteEnvError(f"{self.url}: {text}", error.status, error.code, lost)
+                    raise failed if keep_session and not lost else self._end(failed)
                 if kind != _ANSWERS[op]:
                     raise MalformedReply(f"a {one_line(kind)[:40]!r} frame, not {_ANSWERS[op]!r}")
-                _no_extra_frame(ws)
+                no_extra_frame(ws)
                 return check(data)
             except (ConnectionClosed, TimeoutError, OSError) as err:
-                raise self._end(RemoteEnvError(f"the session on {self.url} ended: {one_line(err)}")) from err
+                ended = RemoteEnvError(f"the session on {self.url} ended: {one_line(err)}", lost=True)
+                raise self._end(ended) from err
             except MalformedReply as err:
                 message = f"{self.url}: malformed reply to {op}, session closed: {err}"
                 raise self._end(RemoteEnvError(message)) from None
@@ -315,17 +378,6 @@ class RemoteEnv(Env):
         self._drop()
         self._reward, self._ended = None, f"the session ended ({err})"
         return err
-
-
-def _no_extra_frame(ws: Any) -> None:
-    """:class:`MalformedReply` if a second frame already waits behind the reply just read."""
-    from websockets.exceptions import ConnectionClosed
-
-    try:
-        ws.recv(timeout=0)
-    except (TimeoutError, ConnectionClosed):  # nothing more (or the server closed after answering)
-        return
-    raise MalformedReply("a second frame for one request")
 
 
 def build_env(sample: Any = None, args: Any = None, **config: Any) -> RemoteEnv:

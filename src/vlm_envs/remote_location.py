@@ -1,6 +1,6 @@
 """Where a :class:`~vlm_envs.remote.RemoteEnv`'s server is: its URL checked, several taken in round
-robin, its WebSocket endpoint, the deadline of a connection or reply, and what to do about a refused
-handshake.
+robin, its WebSocket endpoint and the connection to it, the deadline of a connection or reply, and what
+to do about a refused handshake.
 """
 
 from __future__ import annotations
@@ -13,12 +13,17 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from vlm_envs.serve.config import TOKEN_ENV
+from vlm_envs.remote_wire import one_line
+from vlm_envs.serve.config import TOKEN_ENV, is_loopback
 
 #: The longest wait for a connection or a reply a RemoteEnv may be given (seconds).
 MAX_TIMEOUT_S = 3600.0
 #: The URL schemes of a server: its HTTP base or its WebSocket.
 URL_SCHEMES = ("http", "https", "ws", "wss")
+#: The largest reply taken from a server (bytes): a few big images per observation fit easily.
+MAX_REPLY_BYTES = 64 << 20
+#: Frames buffered ahead of the one being read: a server that floods frames is read no further.
+MAX_QUEUED_FRAMES = 2
 _turns: dict[tuple[str, ...], itertools.count] = {}
 _turns_lock = threading.Lock()
 
@@ -31,9 +36,37 @@ def next_url(urls: Sequence[str]) -> str:
         return key[next(counter) % len(key)]
 
 
+def open_websocket(url: str, token: str | None, timeout_s: float) -> Any:
+    """A synchronous ``websockets`` connection to the server at ``url`` (its ``/ws``), opened within
+    ``timeout_s``, following no redirect; raises what ``websockets`` raises."""
+    from websockets.sync.client import connect
+
+    target = ws_url(url)
+    local = is_loopback(urlsplit(target).hostname or "")
+    connecter = connect(
+        target,
+        additional_headers={"Authorization": f"Bearer {token}"} if token else None,
+        open_timeout=timeout_s,
+        close_timeout=min(timeout_s, 10.0),
+        max_size=MAX_REPLY_BYTES,
+        max_queue=MAX_QUEUED_FRAMES,
+        proxy=None if local else True,
+        legacy=False,
+    )
+    # websockets follows redirects, to other hosts too: an episode, its images and the token go only to
+    # the server the user named, so a 3xx answer is the error itself
+    connecter.process_redirect = no_redirect
+    return connecter.connect()
+
+
 def no_redirect(exc: Exception) -> Exception:
     """websockets' redirect hook, answering every failed handshake (a 3xx included) with its error."""
     return exc
+
+
+def cannot_connect(url: str, err: Exception) -> str:
+    """Why no session could be opened on the server at ``url``, on one line, with what to do about it."""
+    return f"cannot open a session on {ws_url(url)}: {one_line(err)}{handshake_hint(err)}"
 
 
 def handshake_hint(err: Exception) -> str:

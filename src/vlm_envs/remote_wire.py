@@ -105,6 +105,13 @@ class ResetMetadata(ReplyMetadata):
     reset_info: dict[str, Any]
 
 
+class RestoreMetadata(ResetMetadata):
+    """A reset-from-snapshot reply's ``metadata``: a reset's, and the steps the restored episode played."""
+
+    restored: Literal[True]
+    step: int = Field(ge=0)
+
+
 class StepMetadata(ReplyMetadata):
     """A step reply's ``metadata``: the common fields and the step's number in its episode."""
 
@@ -123,6 +130,13 @@ class _ResetReply(_Reply):
 
 class _StepReply(_Reply):
     metadata: StepMetadata
+
+
+class _RestoreReply(_Reply):
+    metadata: RestoreMetadata
+
+
+_REPLIES: dict[str, type[_Reply]] = {"reset": _ResetReply, "step": _StepReply, "restore": _RestoreReply}
 
 
 class RandomData(_Strict):
@@ -150,7 +164,7 @@ class Reply:
     obs: Observation
     done: bool
     reward: float | None
-    metadata: ResetMetadata | StepMetadata
+    metadata: ResetMetadata | StepMetadata | RestoreMetadata
 
 
 def read_frame(raw: str | bytes) -> tuple[str, dict[str, Any]]:
@@ -177,10 +191,10 @@ def read_frame(raw: str | bytes) -> tuple[str, dict[str, Any]]:
     return kind, data
 
 
-def parse_reply(data: dict[str, Any], op: Literal["reset", "step"]) -> Reply:
-    """An ``observation`` frame's ``data`` as the reply to ``op``; :class:`MalformedReply` otherwise."""
-    model = _ResetReply if op == "reset" else _StepReply
-    reply = _validate(model, data)
+def parse_reply(data: dict[str, Any], op: Literal["reset", "step", "restore"]) -> Reply:
+    """An ``observation`` frame's ``data`` as the reply to ``op`` (``restore``: a reset with a snapshot);
+    :class:`MalformedReply` otherwise."""
+    reply = _validate(_REPLIES[op], data)
     fields = reply.observation
     try:
         obs = Observation(
@@ -265,6 +279,18 @@ def decode_images(images: list[str], modes: list[str] | None = None) -> list[Ima
             image = image.convert(modes[index])
         decoded.append(attach_png(image, data))
     return decoded
+
+
+def no_extra_frame(ws: Any) -> None:
+    """:class:`MalformedReply` if a second frame already waits behind the reply just read from ``ws``
+    (a ``websockets`` connection)."""
+    from websockets.exceptions import ConnectionClosed
+
+    try:
+        ws.recv(timeout=0)
+    except (TimeoutError, ConnectionClosed):  # nothing more (or the server closed after answering)
+        return
+    raise MalformedReply("a second frame for one request")
 
 
 def _validate(model: type[_Strict], data: dict[str, Any]) -> Any:

@@ -73,6 +73,7 @@ def create_app(config: ServeConfig) -> Starlette:
             route("/reset", reset, "POST"),
             route("/step", step, "POST"),
             route("/state", state, "GET"),
+            route("/snapshot", snapshot, "GET"),
             route("/close", close, "POST"),
             route("/health", health, "GET"),
             route("/metrics", metrics, "GET"),
@@ -108,16 +109,9 @@ def _answer(status: int, body: bytes) -> Response:
 
 async def reset(request: Request, service: Service) -> Response:
     fields = validated(ResetFields, await read_json(request, service.config.max_body_bytes))
-    env = service.env_of(fields)
+    payload = service.reset_payload(fields)
     opened = fields.session_id is None
     session = service.open(websocket=False) if opened else _session(service, fields.session_id)
-    payload = {
-        "env": env,
-        "seed": fields.seed,
-        "config": fields.config,
-        "options": fields.options,
-        "episode_id": fields.episode_id,
-    }
     try:
         status, body = await service.call(session, "reset", payload)
     except ApiError:
@@ -140,6 +134,13 @@ async def state(request: Request, service: Service) -> Response:
     if not session_id:
         raise ApiError(422, "give the session: GET /state?session_id=...")
     return _answer(*await service.call(_session(service, session_id), "state", None))
+
+
+async def snapshot(request: Request, service: Service) -> Response:
+    session_id = request.query_params.get("session_id")
+    if not session_id:
+        raise ApiError(422, "give the session: GET /snapshot?session_id=...")
+    return _answer(*await service.call(_session(service, session_id), "snapshot", None))
 
 
 async def close(request: Request, service: Service) -> Response:

@@ -13,7 +13,7 @@ from vlm_envs.serve.config import ServeConfig
 from vlm_envs.serve.guards import ApiError
 from vlm_envs.serve.metrics import ServeMetrics
 from vlm_envs.serve.pool import EnvWorkers, WorkerDied
-from vlm_envs.serve.sessions import Refused, Session, Sessions, lost_reason
+from vlm_envs.serve.sessions import LOST, SHUTTING_DOWN, Refused, Session, Sessions, lost_reason
 from vlm_envs.serve.wire import ResetFields
 from vlm_envs.serve.worker import DEADLINE, MEMORY, WorkerSettings
 
@@ -77,13 +77,30 @@ class Service:
             raise ApiError(404, f"unknown env {fields.env[:80]!r}: this server serves {names}")
         return fields.env
 
+    def reset_payload(self, fields: ResetFields) -> dict[str, Any]:
+        """What a reset asks of its session's worker: the env and its config, and a seed and options or a
+        snapshot to continue (422: both)."""
+        payload = {
+            "env": self.env_of(fields),
+            "seed": fields.seed,
+            "config": fields.config,
+            "options": fields.options,
+            "episode_id": fields.episode_id,
+        }
+        if fields.snapshot is not None:
+            if fields.seed is not None or fields.options is not None:
+                why = "a reset with a snapshot plays the snapshot's seed and options: give neither"
+                raise ApiError(422, why)
+            payload["snapshot"] = fields.snapshot
+        return payload
+
     async def call(self, session: Session, op: str, payload: Any) -> tuple[int, bytes]:
         """One call on ``session``'s env; worker deaths answer 500 with the reason, and the session
         is lost (an HTTP one is closed, a WebSocket one moves to a live worker). A session closed while
         the call waited for its lock answers 410 without reaching the worker; one the worker closed
         (past its deadline or memory budget) is closed here too."""
         if self.sessions.draining and op != "close":
-            raise ApiError(503, "the server is shutting down: no new calls")
+            raise ApiError(503, f"{SHUTTING_DOWN}: no new calls")
         self.in_flight += 1
         self.quiet.clear()
         try:
@@ -93,7 +110,7 @@ class Service:
                 if session.lost is not None:  # a WebSocket session whose worker died since its last call
                     reason, session.lost = session.lost, None
                     self.sessions.rehome(session)
-                    raise ApiError(500, f"session lost: {reason}; reset to start a new episode")
+                    raise ApiError(500, f"{LOST}: {reason}; reset to start a new episode")
                 try:
                     where = (session.worker, session.generation)
                     started = time.monotonic()
@@ -109,7 +126,7 @@ class Service:
                         self.sessions.rehome(session)
                     else:
                         self.sessions.close(session, lost_reason(str(err)))
-                    raise ApiError(500, f"session lost: {err}; reset to start a new episode") from None
+                    raise ApiError(500, f"{LOST}: {err}; reset to start a new episode") from None
         finally:
             session.touch()
             self.in_flight -= 1

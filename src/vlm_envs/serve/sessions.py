@@ -18,11 +18,15 @@ from collections.abc import Callable
 
 #: Tombstones of lost or reaped HTTP sessions kept for their next call's answer.
 TOMBSTONES = 10_000
+#: How every answer about a session lost with its worker begins (``RemoteEnv`` restores such an episode).
+LOST = "session lost"
+#: How a draining server's refusals begin (``RemoteEnv`` restores such an episode on another server).
+SHUTTING_DOWN = "the server is shutting down"
 
 
 def lost_reason(reason: str) -> str:
     """What a lost HTTP session's later calls answer."""
-    return f"session lost: {reason}; reset without a session_id to open a new one"
+    return f"{LOST}: {reason}; reset without a session_id to open a new one"
 
 
 #: What a call waiting on a session that its client closed meanwhile answers.
@@ -85,7 +89,7 @@ class Sessions:
     def open(self, websocket: bool) -> Session:
         """A new session on the least loaded worker; :class:`Refused` at capacity or while draining."""
         if self.draining:
-            raise Refused("the server is shutting down: no new sessions")
+            raise Refused(f"{SHUTTING_DOWN}: no new sessions")
         if len(self._by_id) >= self.max_sessions:
             self.refused("capacity")
             raise Refused(

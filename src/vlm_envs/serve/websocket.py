@@ -1,8 +1,9 @@
 """``/ws``: one WebSocket connection is one session, as OpenEnv's client plays it.
 
 Messages in: ``{"type": "reset" | "step" | "state" | "close", "data": {...}}``, and ours, ``random``
-(the env's own random reply: :mod:`vlm_envs.serve.wire`); out: an ``observation``, ``state`` or
-``random`` frame, or an ``error`` frame ``{"message", "code", "status"}`` (the status an HTTP call
+(the env's own random reply) and ``snapshot`` (the episode's; a reset with a ``snapshot`` field
+continues one: :mod:`vlm_envs.serve.wire`); out: an ``observation``, ``state``, ``random`` or
+``snapshot`` frame, or an ``error`` frame ``{"message", "code", "status"}`` (the status an HTTP call
 would have answered). Past ``--max-sessions`` the connection is accepted, told
 ``CAPACITY_REACHED`` and closed with 1013 (try again later) at once. A session idle past the timeout
 is told why and closed (1000).
@@ -92,24 +93,19 @@ async def _answer(raw: str | bytes, session: Session, service: Service) -> str |
         if not isinstance(data, dict):
             raise ApiError(422, f"data must be a JSON object, got {type(data).__name__}")
         if kind == "reset":
-            fields = ResetFields.model_validate(data)
-            payload = {
-                "env": service.env_of(fields),
-                "seed": fields.seed,
-                "config": fields.config,
-                "options": fields.options,
-                "episode_id": fields.episode_id,
-            }
+            payload = service.reset_payload(ResetFields.model_validate(data))
             status, body = await service.call(session, "reset", payload)
         elif kind == "step":
             status, body = await service.call(session, "step", Action.model_validate(data).text)
-        elif kind in ("state", "random"):
+        elif kind in ("state", "random", "snapshot"):
+            if kind == "snapshot" and data:
+                raise ApiError(422, "snapshot takes no data: a WebSocket's snapshot is its own session's")
             payload = RandomState.model_validate(data).model_dump() if kind == "random" else None
             status, body = await service.call(session, kind, payload)
             if status == 200:
                 return ws_frame(kind, body)
         else:
-            known = "reset, step, state, random or close"
+            known = "reset, step, state, random, snapshot or close"
             return ws_error(f"unknown message type {str(kind)[:40]!r}: {known}", UNKNOWN_TYPE)
         if status != 200:
             return _error(status, body.decode(errors="replace"))

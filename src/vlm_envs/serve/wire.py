@@ -32,6 +32,11 @@ handle travels as a body field:
 ``/reset`` answers ``metadata.session_id``; ``/step``, ``/state``, ``/close`` and a later ``/reset``
 send it back as ``"session_id"`` (OpenEnv's request models allow extra body fields).
 
+Snapshots, ours too: a reset with a ``snapshot`` field continues that snapshot's episode (of the env and
+config the reset names; :meth:`vlm_envs.Env.restore`) instead of starting one, and ``snapshot`` (HTTP
+``GET /snapshot?session_id=``, WebSocket ``{"type": "snapshot"}``, answered ``{"type": "snapshot",
+"data": <the snapshot>}``) hands out the session's episode as :meth:`vlm_envs.Env.snapshot` gives it.
+
 One WebSocket message of ours, beside OpenEnv's: ``{"type": "random", "data": <a Mersenne Twister
 state>}`` asks the session's env for its own random reply (``Env.random_response``), drawn from that
 state; the answer ``{"type": "random", "data": {"text", "state"}}`` carries the state advanced past the
@@ -98,6 +103,11 @@ class ResetFields(BaseModel):
     options: dict[str, Any] | None = Field(default=None, description="the env's reset options")
     episode_id: str | None = Field(default=None, max_length=255)
     session_id: str | None = Field(default=None, max_length=64, description="HTTP: reset this session")
+    snapshot: dict[str, Any] | None = Field(
+        default=None,
+        description="continue this snapshot's episode (of this env and config) instead of a new one; "
+        "its seed and options are the snapshot's",
+    )
 
 
 class StepFields(BaseModel):

@@ -15,7 +15,8 @@ its other sessions go on. A worker without room for one more session's budget re
 A client's config is checked before anything is built (:func:`vlm_envs.envs.config.check_client_config`,
 422), and rewards pass :func:`vlm_envs.rewards.check_reward` (a refused one answers null and
 ``reward_error``). The internal op ``stats`` answers the worker's session count and memory; ``random``
-answers the env's own random reply drawn from a client's generator state (:class:`RandomState`).
+answers the env's own random reply drawn from a client's generator state, ``snapshot`` the episode's
+snapshot, and a reset that carries a snapshot continues its episode (:mod:`vlm_envs.serve.env_calls`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import dataclasses
 import json
 import os
 import pickle
-import random
 import signal
 import socket
 import uuid
@@ -40,9 +40,11 @@ from vlm_envs.protocol import EpisodeFinishedError, check_seed
 from vlm_envs.registry import get_spec
 from vlm_envs.rewards import RewardError, call_reward, check_reward
 from vlm_envs.serve.config import ServeConfig
+from vlm_envs.serve.env_calls import check_snapshot, random_reply, restore_episode, snapshot_reply
 from vlm_envs.serve.limits import MIB, DeadlineExceeded, MemoryBudget, Watchdog
 from vlm_envs.serve.pipe import BlockingPipe
-from vlm_envs.serve.wire import RandomState, State, reply_body
+from vlm_envs.serve.wire import State, reply_body
+from vlm_envs.snapshot import SnapshotError
 
 #: Added to a worker's niceness: the server's loop (every session's I/O) gets a core first.
 WORKER_NICENESS = 5
@@ -120,7 +122,7 @@ class Worker:
         if op == "close":
             self.drop(session_id)
             return Answer(200, b"{}")
-        if op not in ("reset", "step", "state", "random"):
+        if op not in ("reset", "step", "state", "random", "snapshot"):
             return Answer(400, f"unknown operation {op[:40]!r}".encode())
         session = self.sessions.get(session_id)
         if session is None and op != "reset":
@@ -194,15 +196,23 @@ class Worker:
         if op == "step":
             return self._step(session, session_id, payload)
         if op == "random":
-            return self._random(session, payload)
+            return Answer(*random_reply(session.env, payload))
+        if op == "snapshot":
+            return Answer(*snapshot_reply(session.env))
         return self._state(session)
 
     def _reset(self, session: _Session, session_id: str, payload: Mapping[str, Any]) -> Answer:
+        """A new episode, or (``payload["snapshot"]``) the snapshot's episode continued."""
         name, config, options = payload["env"], payload["config"], payload.get("options")
+        snapshot = payload.get("snapshot")
         try:
             target = self._target(name)
             check_client_config(target, config)
             check_client_config(target, options or {})
+            if snapshot is not None:
+                check_snapshot(target, snapshot)
+        except SnapshotError as err:
+            return Answer(422, f"snapshot refused: {one_line(str(err))}".encode())
         except ClientConfigError as err:  # a key that names a file, a folder, a server...: never a client's
             return Answer(422, one_line(str(err)).encode(), CONFIG)
         except MemoryError:
@@ -215,7 +225,7 @@ class Worker:
                 session.close()
                 if session.held >= RELEASE_MIB * MIB:
                     self.budget.release()
-            session.key = None
+            session.key, session.started = None, False
             try:
                 session.env = build_configured_env(self.served[name], None, config)
             except EnvConfigError as err:  # a config the env refuses (the keys it takes): the client's to fix
@@ -226,15 +236,21 @@ class Worker:
                 return Answer(422, f"env {name!r} refused its config: {one_line(err, typed=True)}".encode())
             session.key, session.env_name = key, name
         try:
-            seed = check_seed(payload.get("seed"))
-            obs, info = session.env.reset(seed) if options is None else session.env.reset(seed, options)
+            if snapshot is None:
+                seed, steps = check_seed(payload.get("seed")), 0
+                obs, info = session.env.reset(seed) if options is None else session.env.reset(seed, options)
+            else:
+                restored, info = restore_episode(session.env, snapshot), {}
+                obs, seed, steps = restored.obs, restored.seed, restored.steps
         except MemoryError:
             raise
+        except SnapshotError as err:  # refused, the env and its episode left as they were
+            return Answer(422, f"snapshot refused: {one_line(str(err))}".encode())
         except Exception as err:  # a seed or options the env refuses
             session.started = False
             return Answer(422, f"reset failed: {one_line(err, typed=True)}".encode())
         session.episode_id = payload.get("episode_id") or uuid.uuid4().hex
-        session.seed, session.steps, session.done, session.started = seed, 0, False, True
+        session.seed, session.steps, session.done, session.started = seed, steps, False, True
         episode_reward, reward_error = self._episode_reward(session)
         extra = {
             "session_id": session_id,
@@ -245,6 +261,8 @@ class Worker:
             "has_episode_reward": bool(session.env.has_episode_reward),
             "reset_info": json_safe(info),
         }
+        if snapshot is not None:  # where the restored episode stands
+            extra.update(restored=True, step=steps)
         body = reply_body(obs, None, False, episode_reward, extra, reward_error=reward_error)
         return Answer(200, body)
 
@@ -271,25 +289,6 @@ class Worker:
         extra = {"session_id": session_id, "episode_id": session.episode_id, "step": session.steps}
         body = reply_body(obs, info, done, episode_reward, extra, reward=reward, reward_error=error)
         return Answer(200, body)
-
-    @staticmethod
-    def _random(session: _Session, state: Mapping[str, Any]) -> Answer:
-        """The env's own random reply, drawn from the client's generator ``state`` (a
-        :class:`RandomState`'s fields), with the state advanced past the draw."""
-        try:
-            rng = RandomState.model_validate(state).load_into(random.Random())
-        except ValueError as err:  # pydantic's errors are ValueErrors; so is a position past the words
-            return Answer(422, f"invalid random state: {one_line(err, typed=True)}".encode())
-        try:
-            text = session.env.random_response(rng)
-        except MemoryError:
-            raise
-        except Exception as err:  # the env's own hook failed: the episode itself goes on
-            return Answer(500, f"the env's random_response failed: {one_line(err, typed=True)}".encode())
-        if not isinstance(text, str):
-            return Answer(500, f"the env's random_response gave a {type(text).__name__}, not a str".encode())
-        body = {"text": text, "state": RandomState.of(rng).model_dump()}
-        return Answer(200, json.dumps(body, separators=(",", ":")).encode())
 
     def _state(self, session: _Session) -> Answer:
         oracle = None
