@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 import torch
-from partial_helpers import PARAMS, assert_same_episode, interrupted
+from partial_helpers import PARAMS, answer, assert_same_episode, interrupted, partial_args
 from rollout_helpers import slime_args
 from slime.rollout.sglang_rollout import GenerateState, generate_and_rm
 from slime.utils.types import Sample
@@ -124,32 +124,21 @@ def test_a_sample_slime_aborted_resumes_on_actors_as_if_never_cut(ray_cluster, s
     uninterrupted one played in process."""
     server, codec = served
     ids = [[*codec.tokenize(f"<answer>{m}</answer>"), codec.end_of_turn_id] for m in ("Up", "Left", "Down")]
-    partial = dict(
-        custom_generate_function_path="vlm_envs.rollout.slime.generate",
-        rollout_interaction_env_path="sokoban",
-        max_turns=3,
-        partial_rollout=True,
-        mask_offpolicy_in_partial_rollout=True,
-    )
-
-    def answer(replies):
-        for reply in replies:
-            server.inject(Fault("tokens", token_ids=tuple(reply)))
 
     def new():
         return Sample(index=0, group_index=3, metadata={"seed": 5, **SOKOBAN})
 
     async def main():
         try:
-            answer(ids)
-            ref = await generate_and_rm(slime_args(server, **partial), new(), dict(PARAMS))
-            args = slime_args(server, **partial, **RAY)
+            answer(server, ids)
+            ref = await generate_and_rm(partial_args(server, True, max_turns=3), new(), dict(PARAMS))
+            args = partial_args(server, True, max_turns=3, **RAY)
             start = len(server.requests)
-            answer(ids[:1])
+            answer(server, ids[:1])
             server.inject(Fault("abort", token_ids=tuple(ids[1]), size=4))
             back = await interrupted(server, args, new(), start + 2)
             kept = back.response_length
-            answer([ids[1][4:], ids[2]])
+            answer(server, [ids[1][4:], ids[2]])
             return ref, await generate_and_rm(args, back, dict(PARAMS)), kept
         finally:
             await hook.close()

@@ -11,8 +11,8 @@ import copy
 from typing import Any
 
 import pytest
-from partial_helpers import PARAMS, assert_same_episode, interrupted
-from rollout_helpers import script, slime_args
+from partial_helpers import PARAMS, answer, assert_same_episode, interrupted, partial_args
+from rollout_helpers import script
 from slime.rollout.sglang_rollout import GenerateState, generate_and_rm
 from slime.utils.types import LegacySample, Sample
 
@@ -24,8 +24,6 @@ from vlm_envs.testing import Fault
 
 MOVES = ["<answer>Up</answer>", "<answer>Left</answer>", "<answer>Down</answer>", "<answer>Right</answer>"]
 ROW = {"seed": 5, "env_config": {"grid_size": [6, 6], "num_boxes": 1}}
-#: A reply held this long is in flight when slime aborts: the episode stops before its next turn.
-HOLD_S = 1.0
 EXECUTORS = {"in process": {}, "worker process": {"vlm_envs_workers": 1}}
 
 
@@ -36,30 +34,12 @@ def fresh_state():
     GenerateState.forget()
 
 
-def make_args(server, masked: bool = False, **overrides):
-    """slime's args with ``--partial-rollout`` (and ``--mask-offpolicy-in-partial-rollout``)."""
-    values = dict(
-        custom_generate_function_path="vlm_envs.rollout.slime.generate",
-        rollout_interaction_env_path="sokoban",
-        max_turns=4,
-        partial_rollout=True,
-        mask_offpolicy_in_partial_rollout=masked,
-    )
-    return slime_args(server, **{**values, **overrides})
-
-
 def new_sample() -> Sample:
     return Sample(index=0, group_index=3, metadata=copy.deepcopy(ROW))
 
 
 def replies(codec, texts=MOVES) -> list[list[int]]:
     return [[*codec.tokenize(text), codec.end_of_turn_id] for text in texts]
-
-
-def answer(server, ids_list, hold_at: int | None = None) -> None:
-    """The server answers the next requests with these replies (the one at ``hold_at`` held)."""
-    for i, ids in enumerate(ids_list):
-        server.inject(Fault("tokens", token_ids=tuple(ids), seconds=HOLD_S if i == hold_at else 0.0))
 
 
 def run(coro_fn):
@@ -84,7 +64,7 @@ async def uninterrupted(server: Any, args: Any, ids: list[list[int]]) -> tuple[A
 @pytest.mark.parametrize("executor", EXECUTORS)
 def test_an_episode_aborted_between_turns_resumes_at_the_next_turn(served, executor, masked):
     server, codec = served
-    args = make_args(server, masked, **EXECUTORS[executor])
+    args = partial_args(server, masked, **EXECUTORS[executor])
     ids = replies(codec)
 
     async def scenario():
@@ -125,7 +105,7 @@ def test_an_episode_aborted_inside_a_turn_goes_on_from_the_tokens_the_engine_ret
     served, executor, masked, partial
 ):
     server, codec = served
-    args = make_args(server, masked, **EXECUTORS[executor])
+    args = partial_args(server, masked, **EXECUTORS[executor])
     ids = replies(codec)
 
     async def scenario():
@@ -157,7 +137,7 @@ def test_a_greedy_engine_goes_on_from_a_cut_reply_as_if_never_cut(served):
     """No script: the tiny model generates greedily; cut at half its first reply, the resumed request
     generates the other half (from the prompt and the kept tokens), token for token."""
     server, codec = served
-    args = make_args(server)
+    args = partial_args(server)
     params = {"temperature": 0.0, "max_new_tokens": 48}
 
     async def scenario():
@@ -177,7 +157,7 @@ def test_a_greedy_engine_goes_on_from_a_cut_reply_as_if_never_cut(served):
 def aborted(served):
     """A Sample slime aborted inside Sokoban's third turn (4 tokens kept), handed back as a buffer would."""
     server, codec = served
-    args = make_args(server)
+    args = partial_args(server)
     ids = replies(codec)
 
     async def scenario():
@@ -261,7 +241,7 @@ def test_a_forged_resume_state_fails_the_sample_cleanly(served, aborted, forgery
     forge, reason = FORGERIES[forgery]
     forge(aborted)
     start = len(server.requests)
-    out = run(lambda: generate_and_rm(make_args(server), aborted, dict(PARAMS)))
+    out = run(lambda: generate_and_rm(partial_args(server), aborted, dict(PARAMS)))
     record = out.metadata["vlm_envs"]
     assert out.status is Sample.Status.FAILED and out.reward == 0.0
     assert record["error"].startswith("resume: ") and reason in record["error"], record["error"]
@@ -277,7 +257,7 @@ def test_a_sample_aborted_before_the_hook_ran_plays_from_the_start(served):
     """slime marks a sample ABORTED without calling the hook when the flag is already set: it has no
     resume state, and the next rollout plays it from turn 0."""
     server, codec = served
-    args = make_args(server)
+    args = partial_args(server)
 
     async def scenario():
         script(server, codec, *MOVES)
@@ -297,7 +277,7 @@ def test_a_sample_aborted_before_the_hook_ran_plays_from_the_start(served):
 
 def test_an_older_slime_sample_without_append_response_tokens_resumes_the_same(served):
     server, codec = served
-    args = make_args(server, masked=True)
+    args = partial_args(server, masked=True)
     ids = replies(codec)
 
     async def scenario():

@@ -1,5 +1,6 @@
-"""What the ``--partial-rollout`` tests share: one slime rollout cut by slime's abort, and the
-comparison of a resumed Sample with the uninterrupted episode."""
+"""What the ``--partial-rollout`` tests share: slime's args, the replies the test server answers with,
+one slime rollout cut by slime's abort, and the comparison of a resumed Sample with the uninterrupted
+episode."""
 
 from __future__ import annotations
 
@@ -10,11 +11,34 @@ from typing import Any
 
 import pytest
 import torch
+from rollout_helpers import slime_args
 from slime.rollout.sglang_rollout import GenerateState, abort, generate_and_rm_group
 from slime.utils.types import Sample
 
 from vlm_envs.rollout import contract
-from vlm_envs.testing import SGLangTestServer
+from vlm_envs.testing import Fault, SGLangTestServer
+
+#: Seconds a held reply waits: long enough for slime's abort to land while it is in flight.
+HOLD_S = 1.0
+
+
+def partial_args(server: Any, masked: bool = False, **overrides: Any) -> Any:
+    """slime's args with ``--partial-rollout`` (and ``--mask-offpolicy-in-partial-rollout``), Sokoban."""
+    values = dict(
+        custom_generate_function_path="vlm_envs.rollout.slime.generate",
+        rollout_interaction_env_path="sokoban",
+        max_turns=4,
+        partial_rollout=True,
+        mask_offpolicy_in_partial_rollout=masked,
+    )
+    return slime_args(server, **{**values, **overrides})
+
+
+def answer(server: Any, ids_list: list[list[int]], hold_at: int | None = None) -> None:
+    """The server answers the next requests with these replies (the one at ``hold_at`` held)."""
+    for i, ids in enumerate(ids_list):
+        server.inject(Fault("tokens", token_ids=tuple(ids), seconds=HOLD_S if i == hold_at else 0.0))
+
 
 PARAMS = {"temperature": 1.0, "max_new_tokens": 1024}
 
