@@ -31,7 +31,6 @@ _LAYOUTS: dict[tuple[int, int], tuple[str, str, int]] = {
 }
 #: Every (colour type, bit depth) PNG allows.
 _VALID_DEPTHS = {0: (1, 2, 4, 8, 16), 2: (8, 16), 3: (1, 2, 4, 8), 4: (8, 16), 6: (8, 16)}
-_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}
 _NONE, _UP = 0, 2
 
 
@@ -67,11 +66,11 @@ def decode_png(data: bytes) -> Image.Image:
     layout = _LAYOUTS.get((colour, depth))
     if interlace or layout is None or set(chunks) != {b"IDAT"}:
         return _pillow(data)  # it inflates the data itself, no further than the header's rows
-    row_bytes = -(-width * depth * _CHANNELS[colour] // 8)
+    mode, raw_mode, channels = layout
+    row_bytes = -(-width * depth * channels // 8)
     rows = _inflate(b"".join(chunks[b"IDAT"]), height * (row_bytes + 1))
     if (filtered := _unfilter(rows, height, row_bytes)) is None:
         return _pillow(data)
-    mode, raw_mode, _ = layout  # type: ignore[misc]
     return Image.frombytes(mode, (width, height), filtered.tobytes(), "raw", raw_mode)
 
 
