@@ -19,10 +19,8 @@ from typing import Any
 from vlm_envs.remote_wire import MalformedReply, Reply, parse_reply
 from vlm_envs.serve.sessions import LOST, SHUTTING_DOWN
 from vlm_envs.serve.wire import SESSION_ERROR
-from vlm_envs.snapshot import SnapshotError, SnapshotOwner, open_sealed, seal
+from vlm_envs.snapshot import REPLAY_KEYS, SnapshotError, SnapshotOwner, open_sealed, seal
 
-#: The keys of a replay record's state (:class:`vlm_envs.snapshot.EpisodeRecord`).
-REPLAY_KEYS = frozenset({"seed", "options", "replies"})
 #: The metric a step's ``StepInfo.metrics`` carries when its episode was restored on another server first.
 RESTORES_METRIC = "remote_restores"
 

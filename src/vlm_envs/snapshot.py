@@ -40,7 +40,8 @@ MAX_REPLIES = 10_000
 #: Ints a snapshot may hold: seeds reach 2**64 - 1 (``vlm_envs.protocol.SEED_LIMIT``).
 MAX_INT_BITS = 64
 _KEYS = frozenset({FORMAT_KEY, "env", "config", "rules_version", "state", "digest"})
-_REPLAY_KEYS = frozenset({"seed", "options", "replies"})
+#: The keys of a replay record's state (:class:`EpisodeRecord`).
+REPLAY_KEYS = frozenset({"seed", "options", "replies"})
 _DIGEST_PREFIX = "sha256:"
 
 
@@ -203,7 +204,7 @@ class EpisodeRecord:
     @classmethod
     def from_state(cls, state: Any) -> EpisodeRecord:
         """A record from a snapshot's ``state``, every type checked (``bool`` is no seed, no reply)."""
-        if type(state) is not dict or state.keys() != _REPLAY_KEYS:
+        if type(state) is not dict or state.keys() != REPLAY_KEYS:
             keys = sorted(state) if type(state) is dict else type(state).__name__
             raise SnapshotError(f"a replay state holds exactly seed, options and replies, got {keys}")
         seed, options, replies = state["seed"], state["options"], state["replies"]
