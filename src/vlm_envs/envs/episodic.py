@@ -124,7 +124,7 @@ class EpisodicEnv(Env, Generic[ConfigT, EpisodeT]):
         return None
 
     def _distance(self, ep: EpisodeT) -> int | None:
-        """The turns an optimal player needs from the state of ``ep`` (0 solved, ``UNREACHABLE``, ``None``)."""
+        """The turns an optimal player needs from ``ep``'s state (0 solved, ``UNREACHABLE``, ``None``)."""
         return None
 
     def episode_reward(self) -> float:

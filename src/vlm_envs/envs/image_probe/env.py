@@ -130,7 +130,8 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
     def _state_text(self, ep: _Episode) -> str:
         """The questions still to ask (each image's colour and exact shade) and the answers right so far."""
         left = [f"{COLORS[c][0]} {shade}" for c, shade in zip(ep.colors, ep.shades, strict=True)]
-        return f"Questions left: {'; '.join(left[len(ep.answers) :]) or 'none'}\nRight so far: {sum(ep.answers)}"
+        asked = "; ".join(left[len(ep.answers) :]) or "none"
+        return f"Questions left: {asked}\nRight so far: {sum(ep.answers)}"
 
     def _distance(self, ep: _Episode) -> int:
         """One turn per question left while every answer was right; ``UNREACHABLE`` after a wrong one."""
