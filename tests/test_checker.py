@@ -18,7 +18,7 @@ from vlm_envs.checker.calls import UNICODE_DIGITS, lookalike_probes
 
 CHECK_NAMES = {"types", "determinism", "unseeded resets", "hostile replies", "step after the end"}
 CHECK_NAMES |= {"malformed replies end"}
-CHECK_NAMES |= {"oracle", "close", "snapshot", "rebuild"}
+CHECK_NAMES |= {"oracle", "close", "snapshot", "state signals", "rebuild"}
 HOSTILE = "hostile replies: "
 
 

@@ -1,7 +1,7 @@
 """Where an episode stands: a key of its state, the state as text, and the turns left to the goal.
 
 Three optional methods of :class:`vlm_envs.Env` (:class:`StateSignals`); each is ``None`` by default, so an
-env that does not know them keeps working, and ``None`` before the first ``reset`` and after ``close``:
+env that does not know them keeps working, and ``None`` before the first ``reset``:
 
 - ``state_key()``: equal for two episodes of one env and config exactly when their states are equal,
   whatever path led there. It does not depend on the turn number, on a budget (turns, moves or zooms

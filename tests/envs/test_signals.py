@@ -12,6 +12,7 @@ import pytest
 
 from vlm_envs import build_env, list_envs
 from vlm_envs.checker.calls import MALFORMED_REPLY
+from vlm_envs.checker.signals import check_signals
 from vlm_envs.state_signals import UNREACHABLE
 
 ENV_NAMES = [spec.name for spec in list_envs()]
@@ -62,6 +63,24 @@ def test_different_seeds_give_different_states_and_keys(name):
         env.reset(seed=seed)
         states.add(signals(env)[:2])
     assert len(states) == 4 and len({key for key, _ in states}) == 4
+
+
+@pytest.mark.parametrize(
+    ("name", "config"),
+    [
+        ("fog_maze", {"view": "first_person"}),
+        ("frozen_lake", {"map_name": "8x8", "slippery": True}),
+        ("mental_rotation", {"mode": "mirror"}),
+        ("jigsaw", {"n": 2}),
+        ("geo3k", {"difficulty": "hard"}),
+        ("zoom_search", {"max_zooms": 0}),
+        ("chart_calc", {"max_turns": 1}),
+        ("sliding_puzzle", {"n": 4}),
+    ],
+)
+def test_the_other_modes_pass_the_state_signals_check(name, config):
+    # check_env plays the defaults: these are the modes whose state or distance reads differently
+    assert check_signals(build_env(name, **config), 0, other_process=False) == []
 
 
 def _played(name: str, replies: list[str], seed: int = 0, **config) -> tuple:

@@ -53,11 +53,11 @@ def play(env: Env, seed: int, replies: list[str] | None = None) -> tuple[list[st
     env.reset(seed=seed)
     records: list[Record] = [(0, *signals(env))]
     rng, played = random.Random(seed), []
-    for turn in range(1, len(replies) + 1 if replies is not None else SIGNAL_TURNS + 1):
-        if replies is not None:
-            reply = replies[turn - 1]
-        else:
+    for turn in range(1, (SIGNAL_TURNS if replies is None else len(replies)) + 1):
+        if replies is None:
             reply = MALFORMED_REPLY if turn % 2 else env.random_response(rng)
+        else:
+            reply = replies[turn - 1]
         played.append(reply)
         _, done, _ = env.step(reply)
         records.append((turn, *signals(env)))
