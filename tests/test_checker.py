@@ -18,7 +18,7 @@ from vlm_envs.checker.calls import UNICODE_DIGITS, lookalike_probes
 
 CHECK_NAMES = {"types", "determinism", "unseeded resets", "hostile replies", "step after the end"}
 CHECK_NAMES |= {"malformed replies end"}
-CHECK_NAMES |= {"oracle", "close", "snapshot", "rebuild"}
+CHECK_NAMES |= {"oracle", "close", "snapshot", "state signals", "rebuild"}
 HOSTILE = "hostile replies: "
 
 
@@ -251,3 +251,42 @@ def test_the_checker_drives_an_episode_as_long_as_any_turn_cap_a_config_validate
     env = build_env("tower_of_hanoi", disks=10)  # 512 turns: once past the checker's 500 steps
     assert env.config.turn_limit == 512
     check_env(env, rebuild=False)
+
+
+def test_an_env_that_says_where_it_stands_passes_the_state_signals_check():
+    assert check_env(build_env("toyenvs.colors:StatedColorsEnv"))[-3:] == [
+        "snapshot",
+        "state signals",
+        "rebuild",
+    ]
+    assert "state signals" not in check_env(ColorsEnv(), rebuild=False)  # says nothing: nothing checked
+
+
+def test_a_key_that_counts_turns_is_caught_as_no_state_coming_back():
+    found = failures_of(broken.KeyCountsTurns(), rebuild=False)
+    assert len(found) == 1 and found[0].startswith(
+        "state signals: No state came back at another turn in 3 episodes of malformed and random replies"
+    ), found
+
+
+def test_a_distance_that_the_oracle_does_not_lower_by_one_is_caught():
+    found = failures_of(broken.DistanceSkips(), rebuild=False)
+    assert found == [
+        f"state signals: With seed={seed} the oracle's turn 1 took the distance from 2 to 0, not 1: count "
+        "the turns an optimal player (the oracle) needs."
+        for seed in (0, 1)
+    ], found
+
+
+def test_equal_keys_of_unequal_states_are_caught():
+    found = failures_of(broken.KeyForgetsTheSquare(), rebuild=False)
+    assert found and all(f.startswith("state signals: The key ") and "another text" in f for f in found), (
+        found
+    )
+
+
+def test_a_key_that_changes_with_the_process_is_caught():
+    found = failures_of(build_env("toyenvs.broken:HashKeyed"))
+    assert [f for f in found if "in another process" in f] == [
+        next(f for f in found if f.startswith("state signals: With seed=0, state_key() at turn 0 differs"))
+    ], found

@@ -143,6 +143,7 @@ BASE = frozenset(
         "episode_carrier",
         "errors",
         "snapshot",
+        "state_signals",
     }
 )
 _ROLLOUT_BELOW_ADAPTERS = {"rollout.core", "rollout.engines", "rollout.episode", "rollout.executors"}

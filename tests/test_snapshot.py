@@ -53,6 +53,8 @@ def test_every_env_resumes_an_unseeded_episode_exactly_in_a_fresh_env(name):
     first = [turn(env, result) for result in _steps_until_done(env, replies[:1])]
     snapshot = json.loads(json.dumps(env.snapshot()))
     assert snapshot == env.snapshot() and snapshot["env"] == name
+    first_state = where_it_stands(env)
+    assert first_state[0] is not None
     finished = bool(first) and first[-1][4]
     uninterrupted = [] if finished else [turn(env, r) for r in _steps_until_done(env, replies[1:])]
 
@@ -60,9 +62,16 @@ def test_every_env_resumes_an_unseeded_episode_exactly_in_a_fresh_env(name):
     restored = fresh.restore(snapshot)
     last = first[-1] if first else turn(env, (obs,))
     assert turn(fresh, (restored,))[:4] == last[:4] and fresh.episode_reward() == last[-1]
+    assert where_it_stands(fresh) == first_state
     if not finished:
         assert [turn(fresh, r) for r in _steps_until_done(fresh, replies[1:])] == uninterrupted
     assert fresh.snapshot() == env.snapshot()
+    assert where_it_stands(fresh) == where_it_stands(env)
+
+
+def where_it_stands(env: Env) -> tuple[Any, Any, Any]:
+    """The env's state key, state text and distance to the goal."""
+    return env.state_key(), env.state_text(), env.distance_to_goal()
 
 
 def _steps_until_done(env: Env, replies: list[str]):
@@ -87,6 +96,7 @@ def test_a_finished_episode_restores_finished_from_its_own_config(name):
         snapshot["env"], **snapshot["config"]
     )  # what a server that holds only the snapshot does
     assert turn(fresh, (fresh.restore(snapshot),)) == turn(env, (obs,))
+    assert where_it_stands(fresh) == where_it_stands(env)
     with pytest.raises(EpisodeFinishedError):
         fresh.step("anything")
 

@@ -21,6 +21,7 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from vlm_envs.snapshot import Snapshots, recorder_of
+from vlm_envs.state_signals import StateSignals
 
 Role = Literal["user", "tool"]
 MetricValue = float | int | bool
@@ -211,7 +212,7 @@ def check_response_text(response: Any) -> str:
     return response
 
 
-class Env(Snapshots[Observation], abc.ABC):
+class Env(Snapshots[Observation], StateSignals, abc.ABC):
     """Base class of every environment.
 
     Subclasses implement :meth:`reset`, :meth:`step` and :meth:`episode_reward`; the rest has
@@ -221,7 +222,9 @@ class Env(Snapshots[Observation], abc.ABC):
     is checked (:func:`check_seed`) and ``options`` must be a mapping; before its ``step`` runs, a
     reply that is not a ``str`` is refused with ``TypeError`` (:func:`check_response_text`). The
     guards also record the episode's seed, options and replies, which give every seed-exact env
-    ``snapshot()`` and ``restore()`` (:class:`vlm_envs.snapshot.Snapshots`).
+    ``snapshot()`` and ``restore()`` (:class:`vlm_envs.snapshot.Snapshots`). Where the episode stands,
+    ``state_key()``, ``state_text()`` and ``distance_to_goal()``, is ``None`` unless the env says
+    (:class:`vlm_envs.state_signals.StateSignals`).
     """
 
     #: One-line description shown by ``vlm-envs list`` (defaults to the first docstring line).

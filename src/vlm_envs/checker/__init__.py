@@ -3,7 +3,8 @@
 Each check turns a rule of the protocol into a message that names the check, says what happened and
 what to change. All failures are collected and raised together as one :class:`EnvCheckError`. The
 checks of single calls are in :mod:`~vlm_envs.checker.calls`, those of replay in
-:mod:`~vlm_envs.checker.replay`, that of snapshots in :mod:`~vlm_envs.checker.snapshots`.
+:mod:`~vlm_envs.checker.replay`, that of snapshots in :mod:`~vlm_envs.checker.snapshots`, that of the state
+signals in :mod:`~vlm_envs.checker.signals`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from vlm_envs.checker.replay import (
     determinism_seeds,
     episode_fingerprint,
 )
+from vlm_envs.checker.signals import check_signals, gives_signals
 from vlm_envs.checker.snapshots import check_snapshots
 from vlm_envs.protocol import Env
 
@@ -81,6 +83,12 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
     - ``snapshot``: an episode snapshot at several turns (finished included) and restored into a fresh env,
       in another process when ``rebuild`` (else into ``env``), goes on as the uninterrupted one: the turn
       and the field that differ are named;
+    - ``state signals``: where the env says where its episode stands (:mod:`vlm_envs.state_signals`),
+      ``state_key()``, ``state_text()`` and ``distance_to_goal()`` are of their types; episodes of malformed
+      and random replies give the same ones in another process (when ``rebuild``); equal keys come with
+      equal texts and distances; some key comes back at another turn (unless the env's ``states_recur`` is
+      false or every episode ends at its first reply); and each turn of the oracle lowers the distance by
+      exactly one, down to 0;
     - ``rebuild`` (when ``rebuild``): the env rebuilt from its spec in another process, with another
       ``PYTHONHASHSEED``, plays the same episodes for the determinism seeds.
     """
@@ -96,9 +104,12 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
         "oracle": check_oracle,
         "close": check_close,
         "snapshot": lambda e, s: check_snapshots(e, s, other_process=rebuild),
+        "state signals": lambda e, s: check_signals(e, s, other_process=rebuild),
     }
     if type(env).oracle_response is Env.oracle_response:  # nothing to check: not listed as passed
         del checks["oracle"]
+    if not _says_signals(env, seed):
+        del checks["state signals"]
     if rebuild:
         checks["rebuild"] = check_rebuild
     for label, check in checks.items():
@@ -110,3 +121,11 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
     if failures:
         raise EnvCheckError(name, failures)
     return list(checks)
+
+
+def _says_signals(env: Env, seed: int) -> bool:
+    """Whether the env gives any state signal; an env whose reset fails is left to the other checks."""
+    try:
+        return gives_signals(env, seed)
+    except Exception:  # the types check reports a reset that raises
+        return False

@@ -5,7 +5,9 @@ applies a ``reset``'s ``options`` on top for one episode (:meth:`_configure`), p
 rule (:meth:`_episode_seed`: an unseeded reset continues from the last seed, which :meth:`episode_seed` tells
 a snapshot), and keeps the running
 episode in ``_ep``: an object with ``done`` and ``success``, ``None`` before the first ``reset`` and
-after ``close``. An env of one's own may use it too; the protocol needs none of it.
+after ``close``. An env of one's own may use it too; the protocol needs none of it. Where the episode
+stands (:mod:`vlm_envs.state_signals`) an env writes from its episode object (:meth:`_state_text`,
+:meth:`_distance`); the frame answers ``None`` when there is no episode.
 """
 
 from __future__ import annotations
@@ -108,6 +110,22 @@ class EpisodicEnv(Env, Generic[ConfigT, EpisodeT]):
             info=info,
         )
         return obs, self._episode().done, step
+
+    def state_text(self) -> str | None:
+        """The episode's state, exact and complete, as text (:meth:`_state_text`); ``None`` without one."""
+        return None if self._ep is None else self._state_text(self._ep)
+
+    def distance_to_goal(self) -> int | None:
+        """The turns an optimal player needs from here (:meth:`_distance`); ``None`` without an episode."""
+        return None if self._ep is None else self._distance(self._ep)
+
+    def _state_text(self, ep: EpisodeT) -> str | None:
+        """The state of ``ep`` as text: everything its future depends on, no turn count, budget or history."""
+        return None
+
+    def _distance(self, ep: EpisodeT) -> int | None:
+        """The turns an optimal player needs from ``ep``'s state (0 solved, ``UNREACHABLE``, ``None``)."""
+        return None
 
     def episode_reward(self) -> float:
         """1.0 when the episode succeeded, else 0.0."""

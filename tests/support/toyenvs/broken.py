@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from toyenvs.colors import COLORS, ColorsEnv
+from toyenvs.colors import COLORS, ColorsEnv, StatedColorsEnv
 from vlm_envs import Observation, StepInfo
 from vlm_envs.imaging import attach_png, encode_png
 
@@ -177,3 +177,32 @@ class ForgetsTurnsTaken(ColorsEnv):
         obs = super().restore_state(state)
         self._turn = 0
         return obs
+
+
+class KeyCountsTurns(StatedColorsEnv):
+    """Writes the turn number into its state, so no state ever comes back."""
+
+    def state_text(self) -> str | None:
+        return f"{super().state_text()}\nTurn: {self._turn}"
+
+
+class DistanceSkips(StatedColorsEnv):
+    """Says two turns are left until the colour is named, though one answer names it."""
+
+    def distance_to_goal(self) -> int | None:
+        distance = super().distance_to_goal()
+        return 2 * distance if distance is not None else None
+
+
+class KeyForgetsTheSquare(StatedColorsEnv):
+    """Keys the colour alone, so squares of one colour elsewhere share its key."""
+
+    def state_key(self) -> str | None:
+        return f"{self._color}-{self._solved}"
+
+
+class HashKeyed(StatedColorsEnv):
+    """Keys its state with ``hash()``, which changes with ``PYTHONHASHSEED``."""
+
+    def state_key(self) -> str | None:
+        return str(hash(self.state_text()))

@@ -10,6 +10,7 @@ import numpy as np
 from PIL import Image
 
 from vlm_envs import Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.state_signals import answer_distance
 
 COLORS = {"red": (220, 40, 40), "green": (40, 180, 60), "blue": (40, 80, 220), "yellow": (230, 210, 40)}
 ANSWER_RE = re.compile(r"<answer>(.{0,64}?)</answer>", re.IGNORECASE | re.DOTALL)
@@ -25,10 +26,11 @@ class ColorsEnv(Env):
         self._turn = 0
         self._done = True
         self._solved = False
+        self._corner = (0, 0)
 
     def _image(self, rng: np.random.Generator) -> Image.Image:
         pixels = np.full((self.size, self.size, 3), 255, dtype=np.uint8)
-        x, y = (int(v) for v in rng.integers(0, self.size // 2, size=2))
+        x, y = self._corner = tuple(int(v) for v in rng.integers(0, self.size // 2, size=2))
         pixels[y : y + self.size // 2, x : x + self.size // 2] = COLORS[self._color]
         return Image.fromarray(pixels)
 
@@ -64,6 +66,21 @@ class ColorsEnv(Env):
 
     def random_response(self, rng: random.Random) -> str:
         return f"<answer>{rng.choice(sorted(COLORS))}</answer>"
+
+
+class StatedColorsEnv(ColorsEnv):
+    """:class:`ColorsEnv` that says where its episode stands, with an oracle that names the colour."""
+
+    def state_text(self) -> str | None:
+        if not self._color:
+            return None
+        return f"Square: {self._color} at {list(self._corner)}\nSolved: {'yes' if self._solved else 'no'}"
+
+    def distance_to_goal(self) -> int | None:
+        return answer_distance(self._solved, lost=False) if self._color else None
+
+    def oracle_response(self) -> str | None:
+        return None if self._done else f"<answer>{self._color}</answer>"
 
 
 def build_env(sample: Any = None, args: Any = None, **config: Any) -> ColorsEnv:

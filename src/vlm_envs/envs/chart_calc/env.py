@@ -25,6 +25,7 @@ from vlm_envs.envs.chart_calc.renderer import render_chart
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import answer_distance
 from vlm_envs.verify import MAX_ANSWER_CHARS, extract_boxed, grade
 
 TOOL_NAME = "calc"
@@ -51,9 +52,15 @@ class _Episode:
     table: ChartTable
     question: Question
     image: Image.Image
+    #: The value of the question's own expression, as the tool shows it.
+    needed: str
     turn: int = 0
     calc_calls: int = 0
     invalid_calls: int = 0
+    #: A ``calc`` call has shown :attr:`needed`.
+    computed: bool = False
+    #: A final answer (a reply without a tool call) ended the episode.
+    answered: bool = False
     done: bool = False
     success: bool = False
     answer: str | None = None
@@ -83,7 +90,7 @@ class ChartCalcEnv(EpisodicEnv[ChartCalcConfig, _Episode]):
         table = generate_table(self.config, rng)
         question = generate_question(table, self.config, rng)
         image = render_chart(table, self.config.image_size)
-        self._ep = _Episode(table, question, image)
+        self._ep = _Episode(table, question, image, format_value(evaluate(question.expression)))
         info = {
             "seed": seed,
             "chart": table.kind,
@@ -138,11 +145,14 @@ class ChartCalcEnv(EpisodicEnv[ChartCalcConfig, _Episode]):
             call = call.rejected(CallStatus.BAD_ARGUMENTS, str(err))
             shown = clip(expression, min(80, MAX_EXPRESSION_CHARS))
             return f"calc error in '{shown}': {err}.", call
-        return f"calc result: {clip(expression)} = {format_value(value)}", call
+        shown = format_value(value)
+        ep = self._episode()
+        ep.computed |= shown == ep.needed
+        return f"calc result: {clip(expression)} = {shown}", call
 
     def _final(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
         ep = self._episode()
-        ep.done = True
+        ep.done = ep.answered = True
         ep.answer = extract_boxed(response_text)
         too_long = ep.answer is not None and len(ep.answer) > MAX_ANSWER_CHARS
         ep.success = ep.answer is not None and not too_long and self._correct(ep.answer)
@@ -179,6 +189,27 @@ class ChartCalcEnv(EpisodicEnv[ChartCalcConfig, _Episode]):
         info = {**info, "ground_truth": ep.question.answer}
         reward = self.episode_reward() if ep.done else 0.0
         return StepInfo(reward=reward, terminated=terminated, truncated=truncated, metrics=metrics, info=info)
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The chart's table, the question and its answer, whether ``calc`` has shown the value the question
+        needs, and the final answer's verdict."""
+        table = ep.table
+        rows = "\n".join(
+            f"{name or 'values'}: {', '.join(map(str, values))}"
+            for name, values in zip(table.series, table.values, strict=True)
+        )
+        answered = "no" if not ep.answered else ("right" if ep.success else "wrong")
+        return (
+            f"Chart: {table.kind}, {table.title} ({table.unit})\nCategories: {', '.join(table.categories)}\n"
+            f"{rows}\nQuestion: {ep.question.text}\nAnswer: {ep.question.answer}\n"
+            f"Computed: {'yes' if ep.computed else 'no'}\nAnswered: {answered}"
+        )
+
+    def _distance(self, ep: _Episode) -> int:
+        """The reference player's turns: ``calc`` on the question's values (where a reply is left for the
+        answer), then the answer; ``UNREACHABLE`` after a wrong final answer."""
+        to_answer = 1 if ep.computed or self.config.max_turns == 1 else 2
+        return answer_distance(ep.success, lost=ep.answered, to_answer=to_answer)
 
     def oracle_response(self) -> str | None:
         """The reference player: computes with ``calc`` first (when a reply is left for the answer),

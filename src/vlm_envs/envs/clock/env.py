@@ -23,6 +23,7 @@ from vlm_envs.envs.clock.dial import FACES, clock_image
 from vlm_envs.envs.clock.times import DIAL, distance, parse_time, spoken
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import answer_distance
 
 NUMERALS = ("arabic", "roman", "none")
 
@@ -32,6 +33,8 @@ class _Episode:
     shown: int
     later: int | None
     image: Image.Image
+    #: What the dial looks like besides the time: the second hand's seconds, the numerals, the face.
+    dial: tuple[int | None, str, int]
     replies: int = 0
     success: bool = False
     done: bool = False
@@ -61,7 +64,7 @@ class ClockEnv(EpisodicEnv[ClockConfig, _Episode]):
         kind = cfg.question if cfg.question != "any" else ("read", "later")[int(rng.integers(2))]
         later = int(rng.integers(1, cfg.max_later // step + 1)) * step if kind == "later" else None
         image = clock_image(shown, seconds, numerals, face, cfg.image_size)
-        self._ep = _Episode(shown, later, image)
+        self._ep = _Episode(shown, later, image, (seconds, numerals, face))
         info = {"seed": seed, "time": spoken(shown), "question": kind, "answer": spoken(self._ep.answer)}
         info.update(later_minutes=later, numerals=numerals, seconds=seconds)
         return Observation.compose(self._question() + "\n", image, f"\n{self._how()}"), info
@@ -108,6 +111,23 @@ class ClockEnv(EpisodicEnv[ClockConfig, _Episode]):
         """A well-formed answer of a random time on the config's minute step."""
         step = self.config.minute_step
         return f"<think>Maybe this.</think>\n<answer>{spoken(rng.randrange(DIAL // step) * step)}</answer>"
+
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The dial (time, second hand, numerals, face), the question, and whether it was answered right
+        (a wrong answer changes nothing)."""
+        seconds, numerals, face = ep.dial
+        hand = "no second hand" if seconds is None else f"second hand at {seconds} s"
+        asked = "the time shown" if ep.later is None else f"the time {ep.later} minutes later"
+        return (
+            f"Clock: {spoken(ep.shown)}, {hand}, {numerals} numerals, face {face}\n"
+            f"Question: {asked}\nSolved: {'yes' if ep.success else 'no'}"
+        )
+
+    def _distance(self, ep: _Episode) -> int:
+        """1 until the right time is answered (wrong ones may be retried), then 0."""
+        return answer_distance(ep.success, lost=False)
 
     # ----- helpers -----
 

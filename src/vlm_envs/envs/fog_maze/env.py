@@ -27,6 +27,7 @@ from vlm_envs.envs.fog_maze.maze import Cell, Maze, apply_action, generate_maze,
 from vlm_envs.envs.fog_maze.oracle import shortest_actions
 from vlm_envs.envs.fog_maze.render import first_person, local_image, local_text
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import turns_for
 
 _HEADINGS = ("north (up on the map)", "east", "south", "west")
 
@@ -39,6 +40,8 @@ class _Episode:
     optimal_moves: int
     visited: set[Cell]
     seen: set[Cell]
+    #: Shortest action counts to the goal, per (cell, heading) asked.
+    to_goal: dict[tuple[Cell, int], int] = dataclasses.field(default_factory=dict)
     moves: int = 0
     revisits: int = 0
     invalid_moves: int = 0
@@ -131,6 +134,23 @@ class FogMazeEnv(BoardEnv[FogMazeConfig, _Episode]):
         picked = [rng.choice(names) for _ in range(rng.randint(1, self.config.max_actions_per_turn))]
         sep = rng.choice([", ", " ", "; "])
         return f"<think>I will try {picked[0]}.</think>\n<answer>{sep.join(picked)}</answer>"
+
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The whole maze (unseen cells too) with the goal and the player, and the heading where turns
+        are actions (``first_person``)."""
+        text = layout_ascii(ep.maze, ep.cell, start=False)
+        return f"{text}\nFacing: {_HEADINGS[ep.heading]}" if self.config.view == "first_person" else text
+
+    def _distance(self, ep: _Episode) -> int:
+        """Turns of ``max_actions_per_turn`` actions along a shortest path (the map known)."""
+        heading = ep.heading if self.config.view == "first_person" else 0
+        actions = ep.to_goal.get((ep.cell, heading))
+        if actions is None:
+            path = shortest_actions(ep.maze.walls, ep.cell, heading, ep.maze.goal, self.config.view)
+            actions = ep.to_goal[ep.cell, heading] = len(path)
+        return turns_for(actions, self.config.max_actions_per_turn)
 
     # ----- helpers -----
 

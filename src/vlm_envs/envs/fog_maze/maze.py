@@ -117,10 +117,12 @@ def generate_maze(rows: int, cols: int, loop_fraction: float, min_distance: int,
     return Maze(walls=walls, start=start, heading=int(rng.integers(4)), goal=goal)
 
 
-def layout_ascii(maze: Maze, cell: Cell | None = None) -> str:
-    """The whole maze as text for logs: ``#`` wall, ``.`` floor, ``S`` start, ``G`` goal, ``@`` player."""
+def layout_ascii(maze: Maze, cell: Cell | None = None, start: bool = True) -> str:
+    """The whole maze as text for logs: ``#`` wall, ``.`` floor, ``S`` start (where ``start``), ``G`` goal,
+    ``@`` player."""
     chars = np.where(maze.walls, "#", ".").astype("<U1")
-    chars[2 * maze.start[0] + 1, 2 * maze.start[1] + 1] = "S"
+    if start:
+        chars[2 * maze.start[0] + 1, 2 * maze.start[1] + 1] = "S"
     chars[2 * maze.goal[0] + 1, 2 * maze.goal[1] + 1] = "G"
     if cell is not None:
         chars[2 * cell[0] + 1, 2 * cell[1] + 1] = "@"

@@ -37,6 +37,7 @@ from vlm_envs.envs.frozen_lake.lake import (
 )
 from vlm_envs.envs.frozen_lake.render import lake_image, lake_text, with_player
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import UNREACHABLE, turns_for
 
 
 @dataclasses.dataclass
@@ -151,6 +152,22 @@ class FrozenLakeEnv(BoardEnv[FrozenLakeConfig, _Episode]):
         picked = [rng.choice(ACTION_NAMES) for _ in range(rng.randint(1, self.config.max_actions_per_turn))]
         sep = rng.choice([", ", " ", "; "])
         return f"<think>I will try {picked[0]}.</think>\n<answer>{sep.join(picked)}</answer>"
+
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The lake in the text view's symbols, the player's tile marked (``X`` in a hole)."""
+        return lake_text(ep.lake, ep.cell)
+
+    def _distance(self, ep: _Episode) -> int:
+        """Turns along a safe shortest path (on slippery ice, the oracle's: it foresees the slips, so no
+        player needs fewer); ``UNREACHABLE`` in a hole or cut off from the goal."""
+        if ep.fell:
+            return UNREACHABLE
+        try:
+            return turns_for(len(shortest_path(ep.lake, ep.cell)), self.config.max_actions_per_turn)
+        except ValueError:  # holes all around: no safe path
+            return UNREACHABLE
 
     # ----- helpers -----
 

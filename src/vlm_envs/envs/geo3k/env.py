@@ -17,6 +17,7 @@ from vlm_envs.envs.geo3k.diagrams import DEFAULT_IMAGE_SIZE, check_image_size
 from vlm_envs.envs.geo3k.problems import KINDS, Geo3kProblem, check_kinds, generate_problem
 from vlm_envs.envs.geo3k.tool_calls import CLOSE_TAG, OPEN_TAG, CallStatus, ToolCall, parse_tool_call
 from vlm_envs.protocol import IMAGE_PLACEHOLDER, Env, EpisodeFinishedError, Observation, StepInfo
+from vlm_envs.state_signals import answer_distance
 from vlm_envs.verify import Verdict, agrade, extract_boxed, grade
 
 DEFAULT_MAX_TURNS = 3
@@ -43,7 +44,13 @@ class _Turn:
 @dataclass
 class _Episode:
     problem: Geo3kProblem
+    #: A digest of the diagrams' pixels.
+    diagrams: str = ""
     turn: int = 0
+    #: A ``calc_score`` call has graded an answer correct.
+    confirmed: bool = False
+    #: A reply without a tool call ended the episode.
+    answered: bool = False
     done: bool = False
     final_answer: str | None = None
     final_verdict: Verdict | None = None
@@ -175,6 +182,33 @@ class Geo3kEnv(Env):
         confirmed = verdict is not None and verdict.correct and ep.tool_calls > ep.tool_call_errors
         return rationale.explain(ep.problem, ep.turn == 0 and self.max_turns > 1, confirmed)
 
+    # -- where the episode stands -------------------------------------------------------------
+
+    def state_text(self) -> str | None:
+        """The problem (statement, a digest of its diagrams, the answer), whether the tool has confirmed an
+        answer, whether the answer standing now is right, and how the episode ended; ``None`` before
+        ``reset``."""
+        ep = self._episode
+        if ep is None:
+            return None
+        standing = "none" if ep.final_verdict is None else ("right" if ep.final_verdict.correct else "wrong")
+        ended = "no" if not ep.done else ("by the answer" if ep.answered else "by the reply limit")
+        return (
+            f"Problem: {ep.problem.text}\nDiagrams: sha256:{ep.diagrams}\nAnswer: {ep.problem.answer}\n"
+            f"Confirmed by the tool: {'yes' if ep.confirmed else 'no'}\nStanding answer: {standing}\n"
+            f"Over: {ended}"
+        )
+
+    def distance_to_goal(self) -> int | None:
+        """The reference player's turns: the tool confirms the answer (where a reply is left for the final
+        one), then the answer; 0 once over with a right answer, ``UNREACHABLE`` after a wrong final one."""
+        ep = self._episode
+        if ep is None:
+            return None
+        right = ep.final_verdict is not None and ep.final_verdict.correct
+        to_answer = 1 if ep.confirmed or right or self.max_turns == 1 else 2
+        return answer_distance(ep.done and right, lost=ep.answered, to_answer=to_answer)
+
     # -- episode -------------------------------------------------------------------------------
 
     def reset(
@@ -202,7 +236,7 @@ class Geo3kEnv(Env):
         else:
             kinds = check_kinds(options["kinds"]) if "kinds" in options else self.kinds
             problem = generate_problem(seed, kinds, self.image_size)
-        self._episode = _Episode(problem)
+        self._episode = _Episode(problem, _digest(problem.images))
         text = _place_images(problem.text, len(problem.images))
         if not messages.already_instructed(text):
             text = f"{text}\n\n{messages.instructions(self.max_turns)}"
@@ -288,8 +322,9 @@ class Geo3kEnv(Env):
             ep.final_answer, ep.final_verdict = turn.answer, ep.verdicts[turn.answer]
         terminated = call.status is CallStatus.NONE
         truncated = not terminated and ep.turn >= self.max_turns
-        ep.done = terminated or truncated
+        ep.done, ep.answered = terminated or truncated, terminated
         call_correct = ep.verdicts[call.answer].correct if call.answer is not None else None
+        ep.confirmed |= call_correct is True
         text = "" if terminated else messages.tool_feedback(call, call_correct)
         if ep.done:
             text = f"{text} {messages.episode_over(ep.final_answer, truncated=truncated)}".strip()
@@ -317,6 +352,14 @@ class Geo3kEnv(Env):
             },
         )
         return obs, ep.done, info
+
+
+def _digest(images: Sequence[Any]) -> str:
+    """A digest of ``images``' modes, sizes and pixels."""
+    digest = hashlib.sha256()
+    for image in images:
+        digest.update(f"{image.mode}{image.size}".encode() + image.tobytes())
+    return digest.hexdigest()
 
 
 def _place_images(text: str, n_images: int) -> str:

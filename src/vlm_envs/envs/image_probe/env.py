@@ -23,6 +23,7 @@ from vlm_envs.envs.answers import answer_block
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.image_probe.config import COLORS, ImageProbeConfig
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import UNREACHABLE
 
 _FIRST_WORD = re.compile(r"\s*([A-Za-z]+)")
 
@@ -47,6 +48,8 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
     """ImageProbe: name the colour of each turn's image (a probe for images lost after turn 1)."""
 
     config_class = ImageProbeConfig
+    #: Every reply answers a question and moves on to the next: no state comes back.
+    states_recur = False
 
     def reset(
         self, seed: int | None = None, options: Mapping[str, Any] | None = None
@@ -121,6 +124,18 @@ class ImageProbeEnv(EpisodicEnv[ImageProbeConfig, _Episode]):
     def random_response(self, rng: random.Random) -> str:
         """A well-formed answer: a random option's letter."""
         return f"<answer>{_letter(rng.randrange(self.config.choices))}</answer>"
+
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The questions still to ask (each image's colour and exact shade) and the answers right so far."""
+        left = [f"{COLORS[c][0]} {shade}" for c, shade in zip(ep.colors, ep.shades, strict=True)]
+        asked = "; ".join(left[len(ep.answers) :]) or "none"
+        return f"Questions left: {asked}\nRight so far: {sum(ep.answers)}"
+
+    def _distance(self, ep: _Episode) -> int:
+        """One turn per question left while every answer was right; ``UNREACHABLE`` after a wrong one."""
+        return len(ep.colors) - len(ep.answers) if all(ep.answers) else UNREACHABLE
 
     # ----- internals -----
 

@@ -9,6 +9,7 @@ default enough turns for the oracle).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import random
 from collections.abc import Mapping
 from typing import Any
@@ -24,11 +25,14 @@ from vlm_envs.envs.jigsaw.config import JigsawConfig
 from vlm_envs.envs.jigsaw.picture import drawn_picture, image_files, user_picture
 from vlm_envs.envs.jigsaw.render import arrangement_image, arrangement_text, tiles_of
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import turns_for
 
 
 @dataclasses.dataclass
 class _Episode:
     tiles: list[Image.Image]
+    #: A digest of the picture's pixels: which picture the tiles cut.
+    picture: str
     board: Board
     optimal_swaps: int
     swaps_used: int = 0
@@ -69,7 +73,8 @@ class JigsawEnv(BoardEnv[JigsawConfig, _Episode]):
             picture = drawn_picture(side, rng)
         board = shuffled(cfg.n * cfg.n, rng)
         optimal = optimal_swaps(board)
-        self._ep = _Episode(tiles_of(picture, cfg.n), board, optimal)
+        digest = hashlib.sha256(f"{picture.mode}{picture.size}".encode() + picture.tobytes()).hexdigest()
+        self._ep = _Episode(tiles_of(picture, cfg.n), digest, board, optimal)
         info.update(board=list(board), optimal_swaps=optimal, n=cfg.n)
         return self._observation(self._instructions()), info
 
@@ -117,6 +122,16 @@ class JigsawEnv(BoardEnv[JigsawConfig, _Episode]):
         tiles = self.config.n * self.config.n
         pairs = [rng.sample(range(tiles), 2) for _ in range(rng.randint(1, self.config.max_swaps_per_turn))]
         return "<think>Trying some swaps.</think>\n" + format_swaps([(a, b) for a, b in pairs])
+
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The picture (a digest of its pixels) and the tile at each position."""
+        return f"Picture: sha256:{ep.picture}\n{arrangement_text(ep.board, self.config.n)}"
+
+    def _distance(self, ep: _Episode) -> int:
+        """Turns of ``max_swaps_per_turn`` swaps, tiles minus cycles in all (no fewer swaps sort them)."""
+        return turns_for(optimal_swaps(ep.board), self.config.max_swaps_per_turn)
 
     # ----- helpers -----
 

@@ -25,6 +25,7 @@ from vlm_envs.envs.lights_out.board import cells_of, fewest_presses, press, scra
 from vlm_envs.envs.lights_out.config import LightsOutConfig
 from vlm_envs.envs.lights_out.render import board_image, board_text
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import UNREACHABLE, turns_for
 
 
 @dataclasses.dataclass
@@ -102,6 +103,21 @@ class LightsOutEnv(BoardEnv[LightsOutConfig, _Episode]):
         n = self.config.n
         cells = [rng.randrange(n * n) for _ in range(rng.randint(1, self.config.max_presses_per_turn))]
         return f"<think>Let me press {cell_name(n, cells[0])}.</think>\n" + format_presses(n, cells)
+
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The board: which lights are on."""
+        return board_text(self.config.n, ep.lights)
+
+    def _distance(self, ep: _Episode) -> int:
+        """Turns of ``max_presses_per_turn`` presses of a smallest solution (no fewer presses turn every
+        light off, and presses commute); ``UNREACHABLE`` for a board no presses clear."""
+        try:
+            presses = fewest_presses(self.config.n, ep.lights).bit_count()
+        except ValueError:
+            return UNREACHABLE
+        return turns_for(presses, self.config.max_presses_per_turn)
 
     # ----- helpers -----
 

@@ -26,6 +26,7 @@ from vlm_envs.envs.matchstick.equation import Equation, moves, one_move_away, pa
 from vlm_envs.envs.matchstick.generator import generate
 from vlm_envs.envs.matchstick.render import equation_image
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import answer_distance
 
 
 @dataclasses.dataclass
@@ -97,6 +98,14 @@ class MatchstickEnv(EpisodicEnv[MatchstickConfig, _Episode]):
         ep = self._episode()
         pick = rng.choice(list(moves(ep.shown)))
         return f"<think>Maybe {pick}.</think>\n<answer>{pick}</answer>"
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The equation the sticks show, and whether it was put right (a wrong answer changes nothing)."""
+        return f"Equation: {ep.shown}\nSolved: {'yes' if ep.solved else 'no'}"
+
+    def _distance(self, ep: _Episode) -> int:
+        """1 until a right answer (wrong ones may be retried), then 0."""
+        return answer_distance(ep.solved, lost=False)
 
     @property
     def shown(self) -> Equation:

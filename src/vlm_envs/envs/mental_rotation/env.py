@@ -35,6 +35,7 @@ from vlm_envs.envs.mental_rotation.shapes import (
     turn,
 )
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import answer_distance, turns_for
 
 _AXES = (
     "The axes drawn in the corner of each view stay fixed: x (red), y (green), z (blue). x+ turns the "
@@ -53,6 +54,8 @@ class _Episode:
     goals: set[int]
     optimal_turns: int
     answer: str | None
+    #: ``mirror`` mode: the orientation the left view shows.
+    left_at: int | None = None
     turns_used: int = 0
     replies: int = 0
     success: bool = False
@@ -155,6 +158,29 @@ class MentalRotationEnv(EpisodicEnv[MentalRotationConfig, _Episode]):
         n = rng.randint(1, self.config.max_actions_per_turn)
         return "<answer>" + " ".join(rng.choice(TURN_NAMES) for _ in range(n)) + "</answer>"
 
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The shape's cubes and the views: ``rotate``, the orientations that look like the target and the
+        current one; ``mirror``, both views' orientations, whether the right one is mirrored, the answer."""
+        cubes = " ".join(f"({x},{y},{z})" for x, y, z in ep.cubes.tolist())
+        if self.config.mode == "rotate":
+            targets = ", ".join(map(str, sorted(ep.goals)))
+            return f"Cubes: {cubes}\nTarget orientations: {targets}\nCurrent orientation: {ep.orientation}"
+        answered = "no" if not ep.done else ("right" if ep.success else "wrong")
+        return (
+            f"Cubes: {cubes}\nLeft orientation: {ep.left_at}\nRight orientation: {ep.orientation}, "
+            f"{'mirrored' if ep.answer == 'mirror' else 'not mirrored'}\nAnswered: {answered}"
+        )
+
+    def _distance(self, ep: _Episode) -> int:
+        """``rotate``: turns of ``max_actions_per_turn`` quarter turns along a shortest sequence to a view
+        like the target; ``mirror``: the one answer (``UNREACHABLE`` after a wrong one)."""
+        if self.config.mode == "mirror":
+            return answer_distance(ep.success, lost=ep.done)
+        turns = shortest_turns(ep.goals, ep.orientation)
+        return turns_for(len(turns), self.config.max_actions_per_turn)
+
     # ----- episodes -----
 
     def _view(self, orientation: int, cubes: np.ndarray | None = None) -> Image.Image:
@@ -186,7 +212,7 @@ class MentalRotationEnv(EpisodicEnv[MentalRotationConfig, _Episode]):
         answer = ("same", "mirror")[int(rng.integers(2))]
         shown = cubes if answer == "same" else mirrored(cubes)
         left, right = self._view(first), self._view(second, shown)
-        return _Episode(cubes, radius, left, right, second, set(), 1, answer=answer)
+        return _Episode(cubes, radius, left, right, second, set(), 1, answer=answer, left_at=first)
 
     # ----- text -----
 

@@ -171,6 +171,12 @@ class MinesweeperEnv(BoardEnv[MinesweeperConfig, _Episode]):
         edge = [c for c in hidden_safe if any(n in ep.revealed for n in nbrs[c])]
         return [(edge or hidden_safe)[0]], {}, proof.mines
 
+    def _state_text(self, ep: _Episode) -> str:
+        """The field as the text view shows it (the mine hit ``X``) and where every mine is. No distance:
+        the fewest turns of a player who sees only the numbers is a game no solver here plays exactly."""
+        mines = ", ".join(name(c, ep.field.cols) for c in sorted(ep.field.mines))
+        return f"{field_text(ep.field, ep.revealed, ep.hit)}\nMines: {mines}"
+
     def _board_image(self) -> Image.Image:
         ep = self._episode()
         return field_image(ep.field, ep.revealed, ep.hit, self.config.cell_size)

@@ -26,6 +26,7 @@ from vlm_envs.envs.rush_hour.config import RushHourConfig
 from vlm_envs.envs.rush_hour.generator import generate
 from vlm_envs.envs.rush_hour.render import board_image, board_text
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import turns_for
 
 
 @dataclasses.dataclass
@@ -134,6 +135,16 @@ class RushHourEnv(BoardEnv[RushHourConfig, _Episode]):
     @property
     def position(self) -> Position:
         return self._episode().position
+
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The board: each cell's vehicle letter, ``.`` empty, ``>`` the exit row."""
+        return board_text(ep.layout, ep.position)
+
+    def _distance(self, ep: _Episode) -> int:
+        """Turns of ``max_actions_per_turn`` moves along a shortest solution (the level's exact table)."""
+        return turns_for(ep.distance[ep.layout.pack(ep.position)], self.config.max_actions_per_turn)
 
     # ----- helpers -----
 

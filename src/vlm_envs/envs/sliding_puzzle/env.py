@@ -34,6 +34,7 @@ from vlm_envs.envs.sliding_puzzle.config import SlidingPuzzleConfig
 from vlm_envs.envs.sliding_puzzle.render import board_image, board_text
 from vlm_envs.envs.sliding_puzzle.solver import solve
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import turns_for
 
 Plan = tuple[tuple[int, ...], bool]
 
@@ -137,6 +138,18 @@ class SlidingPuzzleEnv(BoardEnv[SlidingPuzzleConfig, _Episode]):
     def board(self) -> Board:
         """The board now: tile numbers row-major, 0 the gap."""
         return self._episode().board
+
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The board: each tile's number, ``_`` the gap."""
+        return board_text(ep.board, ep.n)
+
+    def _distance(self, ep: _Episode) -> int | None:
+        """Turns of ``max_actions_per_turn`` moves along a shortest solution; ``None`` where the solver
+        finds none within its node budget (its plan is then not shown shortest)."""
+        moves, exact = self._plan()
+        return turns_for(len(moves), self.config.max_actions_per_turn) if exact else None
 
     # ----- helpers -----
 

@@ -43,6 +43,7 @@ from vlm_envs.envs.sokoban.generator import MAX_SEARCH_WORK, generate_level, nod
 from vlm_envs.envs.sokoban.render import Renderer, renderer
 from vlm_envs.envs.sokoban.solver import Solver
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import UNREACHABLE, turns_for
 
 _VISUAL_LEGEND = (
     "In the image: brown bricks are walls, beige cells are floor, a red ring is a target, an orange "
@@ -73,6 +74,8 @@ class _Episode:
     #: Solutions known to solve a state though not shown optimal (a level too big to solve exactly keeps
     #: its generator's): the oracle's plan where the solver finds none within its budget.
     fallbacks: dict[State, str]
+    #: States the solver proved unsolvable (a box stuck off target).
+    unsolvable: set[State] = dataclasses.field(default_factory=set)
     moves_used: int = 0
     turns: int = 0
     done: bool = False
@@ -232,15 +235,17 @@ class SokobanEnv(BoardEnv[SokobanConfig, _Episode]):
         not found within ``max_nodes`` expansions, default ``solver_max_nodes``, and ``time_limit``)."""
         ep = self._episode()
         known = ep.solutions.get(ep.state)
-        if known is not None:
+        if known is not None or ep.state in ep.unsolvable:
             return known
         if self._solver is None:
             self._solver = Solver(ep.layout)
         nodes = max_nodes if max_nodes is not None else self.config.solver_max_nodes
-        moves = self._solver.solve(ep.state, max_nodes=nodes, time_limit=time_limit).moves
-        if moves is not None:
-            ep.solutions[ep.state] = moves
-        return moves
+        result = self._solver.solve(ep.state, max_nodes=nodes, time_limit=time_limit)
+        if result.moves is not None:
+            ep.solutions[ep.state] = result.moves
+        elif result.complete:
+            ep.unsolvable.add(ep.state)
+        return result.moves
 
     def solver_response(self, max_nodes: int | None = None, time_limit: float | None = None) -> str | None:
         """The next moves of an optimal solution as an answer (as many as one turn allows), or None."""
@@ -273,6 +278,22 @@ class SokobanEnv(BoardEnv[SokobanConfig, _Episode]):
             names = [name.lower() if rng.random() < 0.5 else name[0] for name in names]
         sep = rng.choice([", ", " ", "; ", "\n"])
         return f"<think>Let me try {names[0]}.</think>\n<answer>{sep.join(names)}</answer>"
+
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The board in Boxoban symbols: walls, targets, boxes and the player."""
+        return to_ascii(ep.layout, ep.state)
+
+    def _distance(self, ep: _Episode) -> int | None:
+        """Turns of ``max_actions_per_step`` moves along an optimal solution (the solver's, within
+        ``solver_max_nodes``); ``UNREACHABLE`` where it proved none exists; ``None`` past its budget."""
+        if ep.success:
+            return 0
+        moves = self.solution()
+        if moves is not None:
+            return turns_for(len(moves), self.config.max_actions_per_step)
+        return UNREACHABLE if ep.state in ep.unsolvable else None
 
     # ----- helpers -----
 

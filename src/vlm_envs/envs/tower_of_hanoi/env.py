@@ -36,6 +36,7 @@ from vlm_envs.envs.tower_of_hanoi.pegs import (
 )
 from vlm_envs.envs.tower_of_hanoi.render import pegs_image, pegs_text
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import turns_for
 
 
 @dataclasses.dataclass
@@ -128,6 +129,16 @@ class TowerOfHanoiEnv(BoardEnv[TowerOfHanoiConfig, _Episode]):
             tuple(rng.sample(range(3), 2)) for _ in range(rng.randint(1, self.config.max_moves_per_turn))
         ]
         return "<think>Let me move some disks.</think>\n" + format_moves([(a, b) for a, b in moves])
+
+    # ----- where the episode stands -----
+
+    def _state_text(self, ep: _Episode) -> str:
+        """Each peg's disks bottom to top, the goal peg marked."""
+        return pegs_text(ep.pegs, ep.goal)
+
+    def _distance(self, ep: _Episode) -> int:
+        """Turns of ``max_moves_per_turn`` moves along a shortest solution."""
+        return turns_for(len(shortest_moves(ep.pegs, ep.goal)), self.config.max_moves_per_turn)
 
     # ----- helpers -----
 

@@ -25,6 +25,7 @@ from vlm_envs.envs.zoom_search import rationale, renderer
 from vlm_envs.envs.zoom_search.config import MIN_ZOOM_PX, ZoomSearchConfig
 from vlm_envs.envs.zoom_search.generator import Scene, generate_scene
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import answer_distance
 from vlm_envs.verify import extract_boxed
 
 TOOL_NAME = "zoom"
@@ -41,6 +42,8 @@ class _Episode:
     zooms_done: int = 0
     invalid_calls: int = 0
     zoom_hit: bool = False
+    #: A final answer (a reply without a tool call) ended the episode.
+    answered: bool = False
     done: bool = False
     success: bool = False
     answer: str | None = None
@@ -211,7 +214,7 @@ class ZoomSearchEnv(EpisodicEnv[ZoomSearchConfig, _Episode]):
 
     def _final(self, response_text: str) -> tuple[Observation, bool, StepInfo]:
         ep = self._episode()
-        ep.done = True
+        ep.done = ep.answered = True
         ep.answer = extract_boxed(response_text)
         truth = ep.scene.target_object.code
         ep.success = ep.answer is not None and _normal(ep.answer) == truth
@@ -239,6 +242,22 @@ class ZoomSearchEnv(EpisodicEnv[ZoomSearchConfig, _Episode]):
         if ep is None or not ep.success:
             return 0.0
         return 1.0 + (self.config.tool_bonus if ep.zooms_done else 0.0)
+
+    def _state_text(self, ep: _Episode) -> str:
+        """The objects (shape, colour, code, canvas box), which one is asked for, whether a zoom has shown
+        it, and the final answer's verdict."""
+        objects = "\n".join(f"{o.color} {o.shape} {o.code} at {list(o.box)}" for o in ep.scene.objects)
+        answered = "no" if not ep.answered else ("right" if ep.success else "wrong")
+        return (
+            f"Objects:\n{objects}\nAsked: {ep.scene.question()}\n"
+            f"Zoomed in on it: {'yes' if ep.zoom_hit else 'no'}\nAnswered: {answered}"
+        )
+
+    def _distance(self, ep: _Episode) -> int:
+        """A zoom on the target (its code is unreadable until one shows it; none where the config allows no
+        zoom) and the answer; ``UNREACHABLE`` after a wrong final answer."""
+        zooms = self.config.max_zooms > 0 and self.config.max_turns > 1
+        return answer_distance(ep.success, lost=ep.answered, to_answer=1 if ep.zoom_hit or not zooms else 2)
 
     def oracle_response(self) -> str | None:
         """The reference player: zooms on the target's box, reads the code, answers."""
