@@ -14,10 +14,14 @@ env that does not know them keeps working, and ``None`` before the first ``reset
   counted (compare it with the turns left yourself). :data:`UNREACHABLE` from a state the goal cannot be
   reached from (a box pushed into a corner, a fall into a hole, a wrong final answer); ``None`` where the env
   cannot compute it within its step budget. Equal keys, equal distances.
+
+The rollout records, for every turn, the state the reply acted on and the distance after it
+(:func:`standing_of`), and whether the reply was optimal (:func:`action_optimal`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from typing import ClassVar, Final
 
@@ -70,3 +74,34 @@ def answer_distance(solved: bool, lost: bool, to_answer: int = 1) -> int:
     if solved:
         return 0
     return UNREACHABLE if lost else to_answer
+
+
+@dataclasses.dataclass(frozen=True)
+class Standing:
+    """Where an episode stood at one moment, as its env said: the state's key and distance to the goal."""
+
+    key: str | None = None
+    distance: int | None = None
+
+
+def standing_of(env: StateSignals) -> Standing:
+    """``env``'s :meth:`~StateSignals.state_key` and :meth:`~StateSignals.distance_to_goal` now, checked:
+    ``TypeError`` for a key that is not a ``str`` or a distance that is not an ``int`` (a ``bool`` is not),
+    ``ValueError`` for a distance below :data:`UNREACHABLE`."""
+    key, distance = env.state_key(), env.distance_to_goal()
+    if key is not None and not isinstance(key, str):
+        raise TypeError(f"state_key() returned a {type(key).__name__}, not a str or None")
+    if distance is not None and (isinstance(distance, bool) or not isinstance(distance, int)):
+        raise TypeError(f"distance_to_goal() returned a {type(distance).__name__}, not an int or None")
+    if distance is not None and distance < UNREACHABLE:
+        raise ValueError(f"distance_to_goal() returned {distance}: a distance is >= 0, or UNREACHABLE (-1)")
+    return Standing(key, None if distance is None else int(distance))
+
+
+def action_optimal(before: int | None, after: int | None) -> bool | None:
+    """Whether a turn was an optimal player's: it lowered the distance to the goal by exactly one.
+    ``None`` where it cannot be told: a distance unknown, or none left to lower (the goal reached, or
+    :data:`UNREACHABLE` before the turn)."""
+    if before is None or after is None or before < 1:
+        return None
+    return after == before - 1

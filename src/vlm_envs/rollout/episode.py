@@ -47,6 +47,7 @@ from vlm_envs.rollout.trajectory import (
     TurnRecord,
     check_against_template,
 )
+from vlm_envs.state_signals import Standing, standing_of
 
 T = TypeVar("T")
 
@@ -64,6 +65,7 @@ class _Observed:
     follow: Encoded | None = None  # the observation after the task (window:0 contexts)
     uris: list[ImageInput] = dataclasses.field(default_factory=list)
     encode_s: float = 0.0
+    standing: Standing = dataclasses.field(default_factory=Standing)  # where the episode stands after it
 
 
 class _Stop(Exception):
@@ -98,6 +100,7 @@ class _Episode:
         self.uri_by_key: dict[str, ImageInput] = {}  # windowed contexts pick their images' payloads here
         self.length = 0  # prompt + response tokens so far
         self.traj: Trajectory | None = None
+        self.standing = Standing()  # where the episode stands before the next reply
 
     async def _off_loop(self, fn: Callable[..., T], *args: Any) -> T:
         if isinstance(self.executor, InlineExecutor):
@@ -106,8 +109,15 @@ class _Episode:
 
     async def _env_reset(self, seed: int | None) -> tuple[Observation, dict[str, Any]]:
         if type(self.env).areset is not Env.areset:  # the env has its own async reset
-            return await self.env.areset(seed=seed)
-        return await self._off_loop(self.env.reset, seed)
+            reset = await self.env.areset(seed=seed)
+            self.standing = await self._off_loop(standing_of, self.env)
+            return reset
+        return await self._off_loop(self._reset, seed)
+
+    def _reset(self, seed: int | None) -> tuple[Observation, dict[str, Any]]:
+        reset = self.env.reset(seed)
+        self.standing = standing_of(self.env)
+        return reset
 
     def _budget(self, context: int | None = None) -> int:
         """How many more tokens the episode may hold; a windowed turn's sample holds its
@@ -184,13 +194,17 @@ class _Episode:
         t0 = time.perf_counter()
         rebuilt, uris = await self._off_loop(self._rebuild, request)
         t1 = time.perf_counter()
-        await self._off_loop(self.env.restore, rebuilt.snapshot)
+        await self._off_loop(self._restore, rebuilt.snapshot)
         self.traj = rebuilt.traj
         self.traj.timings = {"rebuild_s": t1 - t0, "restore_s": time.perf_counter() - t1}
         self.engine_ids.extend(rebuilt.engine_ids if self.config.engine_placeholders else self.traj.tokens)
         self.length = len(self.traj.prompt_ids) + self.traj.response_length
         self.image_uris += uris
         return self.traj
+
+    def _restore(self, snapshot: dict[str, Any]) -> None:
+        self.env.restore(snapshot)
+        self.standing = standing_of(self.env)
 
     def _cut(self, index: int) -> Segment | None:
         """The partial reply of turn ``index`` if a resumed episode was cut inside it, else ``None``."""
@@ -242,6 +256,7 @@ class _Episode:
             index, text, out.finish_reason, len(ids), timings={"generate_s": t1 - t0}, reply=reply
         )
         record.context_turns = None if context is None else context.turns
+        record.state_key, record.distance_to_goal = self.standing.key, self.standing.distance
         traj.turns.append(record)
         traj.messages.append({"role": "assistant", "content": text, "token_ids": content_ids})
         if out.finish_reason == "abort":
@@ -257,6 +272,7 @@ class _Episode:
         else:  # the env steps its own async way (e.g. grading in worker processes)
             obs, done, step = await self.env.astep(text)
             seen = _Observed(obs, done, step, env_s=time.perf_counter() - t1)
+            seen.standing = await self._off_loop(standing_of, self.env)
             if not (done or last_turn):
                 await self._off_loop(self._encode_observation, seen, ended_with_eos)
         record.timings.update(env_s=seen.env_s, encode_s=seen.encode_s)
@@ -267,6 +283,7 @@ class _Episode:
             seen.step.info,
         )
         record.observation = seen.obs
+        self.standing, record.next_distance_to_goal = seen.standing, seen.standing.distance
         try:
             check_reward(seen.step.reward, f"the step reward of turn {index}")
         except RewardError as err:  # the value is in the error; no record carries it to a trainer
@@ -330,7 +347,7 @@ class _Episode:
         """The env's answer to ``text`` and, if ``encode`` and the episode goes on, its token delta."""
         t0 = time.perf_counter()
         obs, done, step = self.env.step(text)
-        seen = _Observed(obs, done, step, env_s=time.perf_counter() - t0)
+        seen = _Observed(obs, done, step, env_s=time.perf_counter() - t0, standing=standing_of(self.env))
         if encode and not done:
             self._encode_observation(seen, ended_with_eos)
         return seen

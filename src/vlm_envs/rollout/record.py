@@ -10,10 +10,28 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from vlm_envs.rollout.trajectory import Trajectory
+from vlm_envs.rollout.trajectory import Trajectory, TurnRecord
+from vlm_envs.rollout.turns import TurnSample
 
 #: Where the hooks put :func:`episode_record` (slime: ``sample.metadata``; verl: ``extra_fields``).
 RECORD_KEY = "vlm_envs"
+
+
+_STANDING_KEYS = ("state_key", "distance_to_goal", "next_distance_to_goal", "action_optimal")
+
+
+def turn_standing(turn: TurnRecord) -> dict[str, Any]:
+    """Where ``turn``'s reply stood (:mod:`vlm_envs.state_signals`): the state's key and distance to the
+    goal before it, the distance after it, and whether it lowered the distance by one."""
+    values = (turn.state_key, turn.distance_to_goal, turn.next_distance_to_goal, turn.action_optimal)
+    return dict(zip(_STANDING_KEYS, values, strict=True))
+
+
+def turn_record(record: dict[str, Any], turn: TurnSample) -> dict[str, Any]:
+    """The record of one turn's sample (a windowed episode's): the episode's ``record``, which turn this
+    is, the past turns its context held, and where the turn stood (:func:`turn_standing`)."""
+    standing = {key: record["turns"][turn.turn][key] for key in _STANDING_KEYS}
+    return {**record, "turn": turn.turn, "context_turns": list(turn.context.turns), **standing}
 
 
 def episode_record(traj: Trajectory, trainer: str) -> dict[str, Any]:
@@ -45,6 +63,7 @@ def episode_record(traj: Trajectory, trainer: str) -> dict[str, Any]:
                 "done": t.done,
                 "metrics": dict(t.metrics),
                 "timings": dict(t.timings),
+                **turn_standing(t),
             }
             for t in traj.turns
         ],

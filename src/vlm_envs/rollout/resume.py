@@ -32,10 +32,11 @@ from vlm_envs.rollout.history import History
 from vlm_envs.rollout.segment import Segment
 from vlm_envs.rollout.trajectory import Kept, Trajectory, TurnRecord
 from vlm_envs.snapshot import canonical_json, check_plain, digest_of
+from vlm_envs.state_signals import UNREACHABLE
 
 #: The key that marks a resume state, and the version of its layout.
 FORMAT_KEY = "vlm_envs_resume"
-FORMAT = 1
+FORMAT = 2  # 2: each turn says where it stood (state_key, distance_to_goal, next_distance_to_goal)
 _KEYS = frozenset(
     {
         FORMAT_KEY,
@@ -51,6 +52,7 @@ _KEYS = frozenset(
 )
 _TURN_KEYS = frozenset(
     {"generated", "observation_tokens", "finish_reason", "reward", "done", "metrics", "timings", "message"}
+    | {"state_key", "distance_to_goal", "next_distance_to_goal"}
 )
 #: How a finished turn's generation may have ended (an aborted one is the cut turn).
 _FINISHED = frozenset({"stop", "length"})
@@ -123,6 +125,9 @@ def resume_state(traj: Trajectory, snapshot: dict[str, Any]) -> dict[str, Any]:
                 "metrics": _finite(t.metrics),
                 "timings": _finite(t.timings),
                 "message": _plain_message(message),
+                "state_key": t.state_key,
+                "distance_to_goal": t.distance_to_goal,
+                "next_distance_to_goal": t.next_distance_to_goal,
             }
             for t, message in zip(finished, observations, strict=True)
         ],
@@ -182,6 +187,9 @@ def rebuild(request: ResumeRequest, codec: ChatCodec) -> Rebuilt:
             observation_tokens=o,
             timings=dict(entry["timings"]),
             reply=reply,
+            state_key=entry["state_key"],
+            distance_to_goal=entry["distance_to_goal"],
+            next_distance_to_goal=entry["next_distance_to_goal"],
         )
         records.append(record)
     if cut is not None:  # the cut turn: its partial reply, which the loop continues
@@ -330,6 +338,11 @@ def _turn(entry: Any, index: int) -> dict[str, Any]:
         or type(entry["timings"]) is not dict
     ):
         raise ResumeError(f"turn {index} of the resume state has a malformed record")
+    key, distances = entry["state_key"], (entry["distance_to_goal"], entry["next_distance_to_goal"])
+    if (key is not None and type(key) is not str) or any(
+        d is not None and (type(d) is not int or d < UNREACHABLE) for d in distances
+    ):
+        raise ResumeError(f"turn {index} of the resume state has a malformed state key or distance")
     if not _is_message(entry["message"]):
         raise ResumeError(f"turn {index} of the resume state has a malformed observation message")
     try:

@@ -20,6 +20,7 @@ from vlm_envs.rollout.history import History, TurnReward, check_turn_reward, tur
 from vlm_envs.rollout.images import Allocator, train_inputs_of
 from vlm_envs.rollout.segment import Segment
 from vlm_envs.rollout.turns import Context, TurnSample
+from vlm_envs.state_signals import action_optimal
 
 #: Marks a conversation's first message as a prompt rendered elsewhere (its content is template text).
 RENDERED_PROMPT = "rendered_prompt"
@@ -56,6 +57,17 @@ class TurnRecord:
     follow: Encoded | None = dataclasses.field(default=None, repr=False)
     #: The past turns this turn's context held (``None``: the full history).
     context_turns: tuple[int, ...] | None = None
+    #: Where the episode stood when the reply was generated (its state's key and distance to the goal),
+    #: and its distance after the env's answer (:mod:`vlm_envs.state_signals`; ``None`` where not said).
+    state_key: str | None = None
+    distance_to_goal: int | None = None
+    next_distance_to_goal: int | None = None
+
+    @property
+    def action_optimal(self) -> bool | None:
+        """Whether the reply lowered the distance to the goal by one
+        (:func:`~vlm_envs.state_signals.action_optimal`)."""
+        return action_optimal(self.distance_to_goal, self.next_distance_to_goal)
 
 
 @dataclasses.dataclass(frozen=True)

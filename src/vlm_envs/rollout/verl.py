@@ -56,7 +56,7 @@ from vlm_envs.rollout.engines.image_uris import ImageInput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.prompt import FallbackPrompt
-from vlm_envs.rollout.record import RECORD_KEY, episode_record
+from vlm_envs.rollout.record import RECORD_KEY, episode_record, turn_record
 from vlm_envs.rollout.rows import RowError, RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample
@@ -327,7 +327,7 @@ def to_output(
             generate_sequences=sum(t.timings.get("generate_s", 0.0) for t in turns),
             tool_calls=sum(t.timings.get("env_s", 0.0) for t in turns),
         ),
-        extra_fields=_extra_fields(record if turn is None else _turn_record(record, turn)),
+        extra_fields=_extra_fields(record if turn is None else turn_record(record, turn)),
     )
 
 
@@ -354,11 +354,6 @@ def failed_output(
         metrics=AgentLoopMetrics(),
         extra_fields=_extra_fields(record),
     )
-
-
-def _turn_record(record: dict[str, Any], turn: TurnSample) -> dict[str, Any]:
-    """The episode's record, saying which turn this output is and which turns its context held."""
-    return {**record, "turn": turn.turn, "context_turns": list(turn.context.turns)}
 
 
 def _extra_fields(record: dict[str, Any]) -> dict[str, Any]:

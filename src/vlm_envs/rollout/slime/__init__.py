@@ -71,7 +71,7 @@ from vlm_envs.rollout.executors.in_process import EpisodeExecutor
 from vlm_envs.rollout.executors.worker_process import EpisodeJob
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
 from vlm_envs.rollout.offload import rollout_executor
-from vlm_envs.rollout.record import RECORD_KEY, episode_record
+from vlm_envs.rollout.record import RECORD_KEY, episode_record, turn_record
 from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
 from vlm_envs.rollout.slime.sample import fail_sample, fill_sample, resume_request, sample_prompt
 from vlm_envs.rollout.trajectory import Status, Trajectory
@@ -300,9 +300,8 @@ async def _fan_out(
     out = []
     for turn in turns:
         one = copy.copy(sample)
-        turn_record = {**record, "turn": turn.turn, "episode_id": episode_id, "num_turns": len(turns)}
-        turn_record.update(context_turns=list(turn.context.turns), turn_reward=config.turn_reward)
-        one.metadata = {**sample.metadata, METADATA_KEY: turn_record}
+        one_record = {**turn_record(record, turn), "episode_id": episode_id, "num_turns": len(turns)}
+        one.metadata = {**sample.metadata, METADATA_KEY: {**one_record, "turn_reward": config.turn_reward}}
         fill_sample(args, one, traj, codec, turn.reward if config.set_reward else None, data=turn)
         violations = contract.sample_violations(one, codec.token_space)
         if violations:  # a bug of this library; the trainer still gets a valid, failed sample
