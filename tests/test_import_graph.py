@@ -144,6 +144,7 @@ BASE = frozenset(
         "errors",
         "snapshot",
         "state_signals",
+        "credit",  # turn-level credit's arithmetic over plain turns: trainer-neutral, below every hook
     }
 )
 _ROLLOUT_BELOW_ADAPTERS = {"rollout.core", "rollout.engines", "rollout.episode", "rollout.executors"}

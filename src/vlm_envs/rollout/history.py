@@ -15,6 +15,8 @@ import numbers
 import re
 from typing import Any, Literal
 
+from vlm_envs.credit.gigpo import discounted_returns
+
 TurnReward = Literal["episode", "return", "step"]
 TURN_REWARDS: tuple[TurnReward, ...] = ("episode", "return", "step")
 _WINDOW = re.compile(r"window:(\d+)")
@@ -65,11 +67,7 @@ def turn_rewards(
     if mode == "step":
         return list(step_rewards)
     if mode == "return":
-        out, running = [], 0.0
-        for reward in reversed(step_rewards):
-            running = reward + gamma * running
-            out.append(running)
-        return out[::-1]
+        return discounted_returns(step_rewards, gamma)
     raise ValueError(f"turn reward must be one of {TURN_REWARDS}, got {mode!r}")
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from vlm_envs.credit.shaping import PotentialShaping
 from vlm_envs.protocol import Observation
 from vlm_envs.rollout.codec import ChatCodec, Encoded, ProcessedImage
 from vlm_envs.rollout.history import History, TurnReward, check_turn_reward, turn_rewards
@@ -157,18 +158,28 @@ class Trajectory:
         self.images = []
         self._train_inputs = self._texts = None
 
-    def turn_samples(self, reward: TurnReward = "episode", gamma: float = 1.0) -> list[TurnSample]:
+    def turn_samples(
+        self, reward: TurnReward = "episode", gamma: float = 1.0, shaping: PotentialShaping | None = None
+    ) -> list[TurnSample]:
         """One training sample per turn that generated tokens: its :meth:`context` as the prompt,
         its reply as the response. Rewards: the episode's on every turn (``episode``), the
         discounted return from the turn (``return``), or the step reward (``step``); an episode that
-        FAILED or was ABORTED gives every turn its (failure) reward. ``ValueError`` for a mode or
-        gamma :func:`~vlm_envs.rollout.history.check_turn_reward` refuses."""
+        FAILED or was ABORTED gives every turn its (failure) reward. ``shaping`` adds each turn's
+        potential-based term (:mod:`vlm_envs.credit.shaping`) to its step reward: to the turn's own reward
+        (``episode``, ``step``) or within the return (``return``). ``ValueError`` for a mode or gamma
+        :func:`~vlm_envs.rollout.history.check_turn_reward` refuses."""
         reward, gamma = check_turn_reward(reward, gamma)
         records = [r for r in self.turns if r.reply is not None]
         if self.status in (Status.FAILED, Status.ABORTED):
             rewards = [self.reward] * len(records)
         else:
             rewards = turn_rewards([r.reward for r in records], self.reward, reward, gamma)
+            if shaping is not None:
+                before = [r.distance_to_goal for r in records]
+                after = [r.next_distance_to_goal for r in records]
+                terms = shaping.terms(before, after, self.status is Status.COMPLETED, gamma)
+                terms = turn_rewards(terms, 0.0, "return" if reward == "return" else "step", gamma)
+                rewards = [value + term for value, term in zip(rewards, terms, strict=True)]
         return [
             TurnSample(r.index, self.context(r.index), r.reply, value)
             for r, value in zip(records, rewards, strict=True)
