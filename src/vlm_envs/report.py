@@ -85,6 +85,14 @@ def _known(value: Any) -> Any:
     return "unknown (the policy reports no token counts)" if value is None else value
 
 
+def _optimal(summary: Mapping[str, Any]) -> str:
+    """The share of replies that lowered the distance to the goal by one, of those whose env could tell."""
+    rate, turns = summary.get("action_optimal_rate"), summary.get("action_optimal_turns")
+    if not isinstance(rate, float) or not isinstance(turns, int):
+        return "unknown (the env does not say its distance to the goal)"
+    return f"{rate:.1%} of {turns} replies lowered the distance to the goal by one"
+
+
 def _summary_html(summary: Mapping[str, Any]) -> str:
     run = summary.get("run") or {}
     rate = summary.get("success_rate")
@@ -96,6 +104,7 @@ def _summary_html(summary: Mapping[str, Any]) -> str:
         ("success rate", "-" if rate is None else f"{rate:.1%} (95% CI {low:.1%} to {high:.1%})"),
         ("mean reward", summary.get("mean_reward")),
         ("mean turns", summary.get("mean_turns")),
+        ("optimal replies", _optimal(summary)),
         ("mean tokens", _known(summary.get("mean_tokens"))),
         ("statuses", ", ".join(f"{k}: {v}" for k, v in (summary.get("status_counts") or {}).items())),
     ]
@@ -142,6 +151,9 @@ def _episode_view(record: Mapping[str, Any], embed_from: Path | None = None) -> 
             if embed_from is None
             else _embed_images(t.get("observation"), embed_from),
             "context_turns": t.get("context_turns"),
+            "distance_to_goal": t.get("distance_to_goal"),
+            "next_distance_to_goal": t.get("next_distance_to_goal"),
+            "action_optimal": t.get("action_optimal"),
         }
         for t in record.get("turns", [])
         if t.get("observation") or t.get("model_text") is not None
@@ -205,6 +217,13 @@ _JS = r"""
     if(rest.trim()) body.appendChild(el('pre',null,rest.replace(/^\n|\n$/g,'')));
     d.appendChild(body); return d;
   }
+  function distance(d){return d===-1?'unreachable':String(d);}
+  function standing(t){
+    if(t.distance_to_goal===null||t.distance_to_goal===undefined) return '';
+    const next=t.next_distance_to_goal, after=next===null||next===undefined?'?':distance(next);
+    return '; distance to goal '+distance(t.distance_to_goal)+' \u2192 '+after+
+      (t.action_optimal===true?' (optimal)':t.action_optimal===false?' (not optimal)':'');
+  }
   function metrics(m){return Object.entries(m||{}).map(([k,v])=>k+'='+v).join('  ');}
   function show(i){
     current=i; pane.replaceChildren();
@@ -218,7 +237,7 @@ _JS = r"""
     ep.turns.forEach(t=>{
       const box=el('section','turn'); box.dataset.turn=t.turn;
       box.appendChild(el('h3',null, t.turn===0 ? 'Turn 0: first observation' :
-        'Turn '+t.turn+': reward '+t.reward+(t.done?', done':'')));
+        'Turn '+t.turn+': reward '+t.reward+(t.done?', done':'')+standing(t)));
       const ct=t.context_turns;
       if(ct) box.appendChild(el('div','label', 'the model saw: the task'+(ct.length?', turns '+ct.join(', '):
         (t.turn>1?' and the latest observation':''))));

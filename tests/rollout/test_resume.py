@@ -15,6 +15,7 @@ from vlm_envs import build_env
 from vlm_envs.rollout.contract import TokenSpace, token_violations
 from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
+from vlm_envs.rollout.record import turn_standing
 from vlm_envs.rollout.resume import ResumeError, ResumeRequest, rebuild, segments_after
 from vlm_envs.rollout.segment import Segment
 from vlm_envs.rollout.trajectory import Status, Trajectory
@@ -81,6 +82,9 @@ def test_an_aborted_episode_rebuilds_as_it_stood_and_goes_on_as_if_never_cut(ser
     assert resumed.log_probs == pytest.approx(ref.log_probs, abs=1e-5)
     assert [t.model_text for t in resumed.turns] == [t.model_text for t in ref.turns]
     assert [t.metrics for t in resumed.turns] == [t.metrics for t in ref.turns]
+    # where each turn stood: the kept turn from the resume state, the others from the restored env
+    assert [turn_standing(t) for t in resumed.turns] == [turn_standing(t) for t in ref.turns]
+    assert all(t.state_key is not None and t.distance_to_goal is not None for t in ref.turns)
     assert resumed.status is ref.status and resumed.reward == ref.reward and resumed.template_check.ok
     assert (resumed.kept.turns, resumed.kept.response_tokens) == (1, cut.response_length)
     assert_trainer_invariants(resumed, codec)

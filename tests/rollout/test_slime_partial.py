@@ -219,6 +219,18 @@ def forge_deep(back):
     back.metadata["vlm_envs"]["resume"]["prompt_messages"] = nested
 
 
+def forge_state_key(back):
+    state = copy.deepcopy(back.metadata["vlm_envs"]["resume"])
+    state["turns"][0]["state_key"] = 12345
+    back.metadata["vlm_envs"]["resume"] = resealed(state)
+
+
+def forge_distance(back):
+    state = copy.deepcopy(back.metadata["vlm_envs"]["resume"])
+    state["turns"][0]["distance_to_goal"] = -7
+    back.metadata["vlm_envs"]["resume"] = resealed(state)
+
+
 FORGERIES = {
     "altered": (forge_altered, "altered or truncated"),
     "truncated": (forge_truncated, "not a vlm-envs resume state"),
@@ -230,6 +242,8 @@ FORGERIES = {
     "tokens changed": (forge_tokens, "tokens are not the ones"),
     "mask changed": (forge_mask, "not 0"),
     "deeply nested": (forge_deep, "nests deeper"),
+    "state key not a str": (forge_state_key, "malformed state key or distance"),
+    "distance below unreachable": (forge_distance, "malformed state key or distance"),
 }
 
 

@@ -16,6 +16,7 @@ pytest.importorskip(
 from omegaconf import OmegaConf
 from row_helpers import oracle_replies
 from sft_helpers import ReplyEngine
+from standing_helpers import STANDING, oracle_standings
 from verl.experimental.agent_loop import agent_loop
 from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl_support import (
@@ -71,4 +72,6 @@ def test_every_envs_verl_rows_win_through_verls_worker(env, tmp_path, config, pr
     assert record["status"] == "completed", record["error"]
     assert record["env"] == env and record["reward"] == 1.0 and record["num_turns"] == len(replies)
     assert out.reward_score == 1.0
+    standings = [{k: t[k] for k in STANDING} for t in record["turns"]]
+    assert standings == oracle_standings(env, SEED)  # where each turn stood, as the env says in process
     assert_verl_contract(out, codec, PROMPT_LENGTH)

@@ -16,6 +16,7 @@ from typing import Any
 from vlm_envs.eval.records import EpisodeResult, TurnResult
 from vlm_envs.protocol import Env, Observation
 from vlm_envs.rewards import RewardError, call_reward, check_reward
+from vlm_envs.state_signals import standing_of
 
 
 class PolicyError(Exception):
@@ -111,6 +112,7 @@ class TurnPolicy(Policy):
 
     async def play(self, env: Env, seed: int, max_turns: int) -> EpisodeResult:
         obs, info = await env.areset(seed=seed)
+        standing = await asyncio.to_thread(standing_of, env)
         system = env.system_prompt()
         messages = ([{"role": "system", "content": system}] if system else []) + [env.format_observation(obs)]
         state = EpisodeState(env, seed, 0, max_turns, messages, obs, policy_rng(self.rng_salt, seed))
@@ -126,7 +128,8 @@ class TurnPolicy(Policy):
                 break
             try:
                 obs, done, step = await env.astep(reply.text)
-            except Exception as err:  # an env's bug ends this episode, not the run
+                before, standing = standing, await asyncio.to_thread(standing_of, env)
+            except Exception as err:  # an env's bug (its step, its state signals) ends this episode only
                 status, error = "failed", f"env: {type(err).__name__}: {err}"
                 break
             try:  # the same check the rollout makes (vlm_envs.rewards): the record never holds the value
@@ -143,6 +146,9 @@ class TurnPolicy(Policy):
                     dict(step.info),
                     reply.completion_tokens,
                     reply.finish_reason,
+                    state_key=before.key,
+                    distance_to_goal=before.distance,
+                    next_distance_to_goal=standing.distance,
                 )
             )
             if reply.prompt_tokens is not None and reply.completion_tokens is not None:

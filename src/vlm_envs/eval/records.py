@@ -15,6 +15,7 @@ from typing import Any
 from vlm_envs.imaging import lossless_png
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Observation
+from vlm_envs.state_signals import action_optimal
 
 FRAMES_DIR = "frames"
 
@@ -33,6 +34,16 @@ class TurnResult:
     finish_reason: str | None = None
     #: The past turns (0-based) the model's context held under a windowed history; ``None``: all.
     context_turns: tuple[int, ...] | None = None
+    #: Where the reply stood (:mod:`vlm_envs.state_signals`): the key and distance to the goal of the
+    #: state it acted on, and the distance after it; ``None`` where the env does not say.
+    state_key: str | None = None
+    distance_to_goal: int | None = None
+    next_distance_to_goal: int | None = None
+
+    @property
+    def action_optimal(self) -> bool | None:
+        """Whether the reply lowered the distance to the goal by one."""
+        return action_optimal(self.distance_to_goal, self.next_distance_to_goal)
 
 
 @dataclasses.dataclass
@@ -131,6 +142,12 @@ def to_record(
             )
             if turn.context_turns is not None:  # numbered as the record's turns: reply j is turn j + 1
                 item["context_turns"] = [j + 1 for j in turn.context_turns]
+            item.update(
+                state_key=turn.state_key,
+                distance_to_goal=turn.distance_to_goal,
+                next_distance_to_goal=turn.next_distance_to_goal,
+                action_optimal=turn.action_optimal,
+            )
         item["observation"] = _observation_record(turn.observation, episode, k, out_dir)
         turns.append(item)
     record = {

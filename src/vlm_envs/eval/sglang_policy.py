@@ -177,6 +177,9 @@ class SGLangPolicy(Policy):
                     turn.generated_tokens,
                     turn.finish_reason,
                     turn.context_turns,
+                    turn.state_key,
+                    turn.distance_to_goal,
+                    turn.next_distance_to_goal,
                 )
             )
         return EpisodeResult(

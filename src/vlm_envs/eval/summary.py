@@ -67,7 +67,9 @@ def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = 
     metric counting as 0 (:mod:`vlm_envs.metrics`; ``metric_counts`` says how many report it);
     ``turn_metrics`` averages every reply turn's the same way. ``failed`` counts
     the episodes that ended ``failed`` and ``first_error`` is the first one's error, in record order.
-    ``by_difficulty`` gives success per difficulty level (:func:`by_level`).
+    ``by_difficulty`` gives success per difficulty level (:func:`by_level`). ``action_optimal_rate`` is
+    the share of replies that lowered the distance to the goal by one, over the ``action_optimal_turns``
+    replies whose env could tell (:mod:`vlm_envs.state_signals`); ``None`` where none could.
     """
     n = len(records)
     successes = sum(bool(r.get("success")) for r in records)
@@ -77,6 +79,8 @@ def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = 
     turn_metrics = [t.get("metrics") for r in records for t in r.get("turns", []) if "metrics" in t]
     final = [r.get("metrics") for r in records]
     failed = [r for r in records if r.get("status") == "failed"]
+    optimal = [t.get("action_optimal") for r in records for t in r.get("turns", [])]
+    judged = [o for o in optimal if isinstance(o, bool)]
     return {
         "run": dict(run or {}),
         "episodes": n,
@@ -93,5 +97,7 @@ def summarize(records: list[Mapping[str, Any]], run: Mapping[str, Any] | None = 
         "metrics": metric_means(final),
         "metric_counts": metric_counts(final),
         "turn_metrics": metric_means(turn_metrics),
+        "action_optimal_rate": sum(judged) / len(judged) if judged else None,
+        "action_optimal_turns": len(judged),
         "by_difficulty": by_level(records, run or {}),
     }
