@@ -28,12 +28,12 @@ os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 import datasets
 import torch
 from transformers import TrainerCallback
-from trl import GRPOConfig, SFTConfig, SFTTrainer
+from trl import GRPOConfig
 
 import vlm_envs
+from sft_warm_start import warm_start
 from vlm_envs.datasets.trl import trl_rows
 from vlm_envs.rollout.trl import VlmEnvsGRPOTrainer, rollout_func
-from vlm_envs.sft import OracleSource, make_sft
 from vlm_envs.testing import build_tiny_processor, build_tiny_qwen2_vl
 
 # TRL rows name registered envs only; cue_env sits beside this script (on sys.path when it runs)
@@ -66,31 +66,6 @@ class WallClock(TrainerCallback):
 def rows(first: int, n: int) -> datasets.Dataset:
     table = datasets.Dataset.from_list(trl_rows(ENV, n, first, TURNS, {}))
     return table.cast_column("images", datasets.Sequence(datasets.Image()))
-
-
-def warm_start(processor: Any, steps: int, work: Path) -> dict[str, torch.Tensor]:
-    """The tiny model's weights after ``steps`` SFT steps on oracle demonstrations (seeds 0..63)."""
-    model = build_tiny_qwen2_vl(processor).train()
-    if steps:
-        # one prompt-completion row per reply, its context the whole episode so far (a window of
-        # TURNS - 1 turns): TRL trains on the completion only, as the SFT warm start needs
-        source = OracleSource((ENV,), 64, max_turns=TURNS)
-        make_sft(source, work / "sft", fmt="trl", history=f"window:{TURNS - 1}")
-        data = datasets.load_dataset("parquet", data_files=str(work / "sft" / "train.parquet"))["train"]
-        config = SFTConfig(
-            output_dir=str(work / "sft-out"),
-            use_cpu=True,
-            bf16=False,
-            per_device_train_batch_size=8,
-            max_steps=steps,
-            learning_rate=3e-3,
-            report_to=[],
-            save_strategy="no",
-            max_length=None,
-            seed=0,
-        )
-        SFTTrainer(model=model, args=config, train_dataset=data, processing_class=processor).train()
-    return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
 def success_rate(trainer: VlmEnvsGRPOTrainer, episodes: int) -> float:
@@ -149,7 +124,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="trl-learning-") as tmp:
         work = Path(tmp)
         start = time.perf_counter()
-        weights = warm_start(build_tiny_processor(), args.sft_steps, work)
+        # each demonstration row's context: the whole episode so far (a window of TURNS - 1 turns)
+        weights = warm_start(build_tiny_processor(), ENV, TURNS, f"window:{TURNS - 1}", args.sft_steps, work)
         sft_wall = time.perf_counter() - start
         results = {
             "GRPO": run(VlmEnvsGRPOTrainer, weights, args.minutes, work, args.episodes),
