@@ -8,6 +8,7 @@ import functools
 import pytest
 from rollout_helpers import assert_sample_invariants, script, slime_args
 from row_helpers import oracle_replies
+from slime.observability.rollout_data_utils import validate_rollout_id_annotated
 from slime.rollout.sglang_rollout import GenerateState, generate_and_rm
 from slime.utils.types import Sample
 
@@ -62,8 +63,9 @@ def test_a_windowed_episode_fans_out_into_one_valid_sample_per_turn(served):
     assert [r["turn"] for r in records] == [0, 1, 2, 3] and {r["num_turns"] for r in records} == {4}
     assert len({r["episode_id"] for r in records}) == 1 and records[0]["history"] == "window:2"
     assert [r["context_turns"] for r in records] == [[], [0], [0, 1], [1, 2]]
+    validate_rollout_id_annotated([[out]])  # slime's check of a rollout's output: prompt x episode x turns
     for one in out:
-        assert one is not sample and one.index == 3 and one.group_index == 1
+        assert one is not sample and one.index == 3 and one.group_index == 1 and one.rollout_id == 3
         assert contract.sample_violations(one, codec.token_space) == []
         assert one.status is Sample.Status.COMPLETED and one.reward == 0.0  # the env's turn cap, unsolved
         assert one.loss_mask == [1] * one.response_length  # the reply only

@@ -294,12 +294,17 @@ async def _fan_out(
     args: Any, sample: Any, traj: Trajectory, turns: list[TurnSample], codec: ChatCodec, config: HookConfig
 ) -> list[Any]:
     """One Sample per turn of a windowed episode (slime trains on a returned list as it would on
-    that many samples); each carries the turn, the episode id and the number of turns in metadata."""
+    that many samples); each carries the turn, the episode id and the number of turns in metadata, and
+    all share the episode's ``rollout_id`` (slime requires one on the samples of a returned list, to
+    count the episode once in its loss: ``validate_rollout_id_annotated``): the sample's own, else its
+    ``index``."""
     await asyncio.get_running_loop().run_in_executor(rollout_executor(), make_train_inputs, turns)
     record, episode_id = sample.metadata[METADATA_KEY], uuid.uuid4().hex
+    rollout_id = getattr(sample, "rollout_id", None)
     out = []
     for turn in turns:
         one = copy.copy(sample)
+        one.rollout_id = sample.index if rollout_id is None else rollout_id
         one_record = {**turn_record(record, turn), "episode_id": episode_id, "num_turns": len(turns)}
         one.metadata = {**sample.metadata, METADATA_KEY: {**one_record, "turn_reward": config.turn_reward}}
         fill_sample(args, one, traj, codec, turn.reward if config.set_reward else None, data=turn)
