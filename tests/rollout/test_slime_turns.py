@@ -112,6 +112,8 @@ def test_the_full_history_still_returns_one_sample(served):
         ("vlm_envs_gamma", float("inf"), "gamma must be a number in [0, 1], got inf"),
         ("vlm_envs_gamma", True, "gamma must be a number in [0, 1], got True"),
         ("vlm_envs_gamma", "0.9", "gamma must be a number in [0, 1], got '0.9'"),
+        ("vlm_envs_shaping", "potential", "shaping must be one of none, distance, got 'potential'"),
+        ("vlm_envs_shaping", "distance", "shapes the turn samples of a windowed history, not the full one"),
     ],
 )
 def test_bad_history_settings_fail_the_sample_with_the_key_named(served, key, value, message):
