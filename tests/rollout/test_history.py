@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from types import SimpleNamespace
 
 import pytest
 from rollout_helpers import script
@@ -172,6 +173,23 @@ def test_shaping_config_names_none_or_the_distance_and_needs_a_window():
             check_shaping(bad, History(1), 8)
     with pytest.raises(ValueError, match="windowed history, not the full one"):
         check_shaping("distance", History(), 8)
+
+
+def test_a_turn_cap_ends_no_episode_for_shaping_whoever_enforces_it(served):
+    """The same two Sokoban turns, cut by the rollout's turn cap (TRUNCATED) or by the env's own (it says
+    done, truncated: COMPLETED): the last state keeps its potential either way, so the terms agree."""
+    server, codec = served
+    shaping = PotentialShaping(unreachable=2)
+    trajs = []
+    for args in (None, SimpleNamespace(max_turns=2)):
+        script(server, codec, *MOVES[:2])
+        trajs.append(play(server, codec, build_env("sokoban", args=args, **SOKOBAN), History(1), turns=2))
+    assert [t.status for t in trajs] == [Status.TRUNCATED, Status.COMPLETED] and trajs[1].turns[-1].truncated
+    rollout_cap, env_cap = ([s.reward for s in t.turn_samples("step", 0.5, shaping)] for t in trajs)
+    last = trajs[0].turns[-1]
+    assert last.next_distance_to_goal not in (0, None)  # a potential of 0 would hide the difference
+    assert rollout_cap == env_cap
+    assert rollout_cap[-1] == 0.5 * -last.next_distance_to_goal + last.distance_to_goal
 
 
 def test_turn_samples_refuse_a_nan_gamma(served):
