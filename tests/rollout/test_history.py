@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from types import SimpleNamespace
 
 import pytest
 from rollout_helpers import script
 
 from vlm_envs import build_env
+from vlm_envs.credit.shaping import PotentialShaping
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.engines.sglang import SGLangEngine
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.rollout.history import History, check_turn_reward, turn_rewards
+from vlm_envs.rollout.history import History, check_shaping, check_turn_reward, turn_rewards
 from vlm_envs.rollout.trajectory import Status
 
 SOKOBAN = {"grid_size": (6, 6), "num_boxes": 1, "render_mode": "vision", "max_steps": 100}
@@ -161,6 +163,33 @@ def test_turn_reward_config_keeps_gamma_zero_and_refuses_what_is_not_a_discount(
     for bad in (float("nan"), float("inf"), -0.5, 1.5, True, "0.5"):
         with pytest.raises(ValueError, match=r"gamma must be a number in \[0, 1\]"):
             check_turn_reward("return", bad)
+
+
+def test_shaping_config_names_none_or_the_distance_and_needs_a_window():
+    assert check_shaping(None, History(1), 8) is None and check_shaping("none", History(), 8) is None
+    assert check_shaping("distance", History(0), 8) == PotentialShaping(unreachable=8)  # the turn cap
+    for bad in ("potential", "off", False, True, 1, ["distance"]):
+        with pytest.raises(ValueError, match="shaping must be one of none, distance"):
+            check_shaping(bad, History(1), 8)
+    with pytest.raises(ValueError, match="windowed history, not the full one"):
+        check_shaping("distance", History(), 8)
+
+
+def test_a_turn_cap_ends_no_episode_for_shaping_whoever_enforces_it(served):
+    """The same two Sokoban turns, cut by the rollout's turn cap (TRUNCATED) or by the env's own (it says
+    done, truncated: COMPLETED): the last state keeps its potential either way, so the terms agree."""
+    server, codec = served
+    shaping = PotentialShaping(unreachable=2)
+    trajs = []
+    for args in (None, SimpleNamespace(max_turns=2)):
+        script(server, codec, *MOVES[:2])
+        trajs.append(play(server, codec, build_env("sokoban", args=args, **SOKOBAN), History(1), turns=2))
+    assert [t.status for t in trajs] == [Status.TRUNCATED, Status.COMPLETED] and trajs[1].turns[-1].truncated
+    rollout_cap, env_cap = ([s.reward for s in t.turn_samples("step", 0.5, shaping)] for t in trajs)
+    last = trajs[0].turns[-1]
+    assert last.next_distance_to_goal not in (0, None)  # a potential of 0 would hide the difference
+    assert rollout_cap == env_cap
+    assert rollout_cap[-1] == 0.5 * -last.next_distance_to_goal + last.distance_to_goal
 
 
 def test_turn_samples_refuse_a_nan_gamma(served):

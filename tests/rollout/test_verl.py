@@ -375,6 +375,8 @@ def test_a_row_never_chooses_code_to_run(env, config, processors, tmp_path, monk
         ("gamma", float("inf"), "gamma must be a number in [0, 1], got inf"),
         ("gamma", -0.5, "gamma must be a number in [0, 1], got -0.5"),
         ("gamma", 1.5, "gamma must be a number in [0, 1], got 1.5"),
+        ("shaping", "potential", "shaping must be one of none, distance, got 'potential'"),
+        ("shaping", True, "shaping must be one of none, distance, got True"),
     ],
 )
 def test_a_row_is_never_coerced(field, value, error, config, processors):
@@ -418,3 +420,16 @@ def test_a_windowed_row_discounts_with_its_gamma_zero_included(gamma, rewards, c
     assert [o.reward_score for o in outs] == rewards
     for out in outs:
         assert_consistent(out, codec, config)
+
+
+@pytest.mark.parametrize(("shaping", "rewards"), [(None, [0.0, 0.0, 1.0]), ("distance", [2.0, 1.5, 2.0])])
+def test_a_windowed_row_shapes_its_turn_rewards_with_the_distance(shaping, rewards, config, processors):
+    """FogMaze seed 3: the oracle's 3 turns go 3 -> 2 -> 1 -> 0 turns from the goal, step rewards 0, 0, 1;
+    with gamma 0.5 the terms are 0.5 * -2 + 3, 0.5 * -1 + 2 and 0 + 1 (the last turn ended the episode)."""
+    processor = processors["qwen2_vl"]
+    codec = ChatCodec(processor)
+    server = ScriptedServerManager(ReplyEngine(codec, oracle_replies("fog_maze", 3)))
+    extra = {"env": "fog_maze", "seed": 3, "history": "window:1", "turn_reward": "step", "gamma": 0.5}
+    outs = run_loop(config, processor, server, extra_info={**extra, "shaping": shaping})
+    assert [o.extra_fields["vlm_envs"]["distance_to_goal"] for o in outs] == [3, 2, 1]
+    assert [o.reward_score for o in outs] == rewards

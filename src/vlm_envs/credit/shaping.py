@@ -9,7 +9,8 @@ learned. What each potential is:
 - a state the goal is ``d`` turns from: ``-d`` (``0`` once solved);
 - a state after the last turn when that turn *ended* the episode (the env said done: solved, lost, or
   answered): ``0``, as the theory's absorbing state (a lost episode is then told so by its own reward,
-  not the shaping);
+  not the shaping); a turn cap (a time limit, the env's or the rollout's) ends nothing: the state keeps
+  its potential;
 - a state from which the goal cannot be reached (:data:`~vlm_envs.state_signals.UNREACHABLE`) while the
   episode goes on: ``-unreachable``, a constant of the run (the hooks use the episode's turn cap);
 - a state whose distance the env does not know (``None``): the turns that start or end there get no term.

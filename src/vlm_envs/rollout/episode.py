@@ -283,6 +283,7 @@ class _Episode:
             seen.step.info,
         )
         record.observation = seen.obs
+        record.truncated = seen.done and seen.step.truncated and not seen.step.terminated
         self.standing, record.next_distance_to_goal = seen.standing, seen.standing.distance
         try:
             check_reward(seen.step.reward, f"the step reward of turn {index}")

@@ -16,9 +16,12 @@ import re
 from typing import Any, Literal
 
 from vlm_envs.credit.gigpo import discounted_returns
+from vlm_envs.credit.shaping import PotentialShaping
 
 TurnReward = Literal["episode", "return", "step"]
 TURN_REWARDS: tuple[TurnReward, ...] = ("episode", "return", "step")
+#: The shapings a turn sample's reward may get: none, or potential-based from the distance to the goal.
+SHAPINGS = ("none", "distance")
 _WINDOW = re.compile(r"window:(\d+)")
 
 
@@ -78,8 +81,27 @@ def check_turn_reward(mode: Any = None, gamma: Any = None) -> tuple[TurnReward, 
     mode = "episode" if mode is None else mode
     if mode not in TURN_REWARDS:
         raise ValueError(f"turn reward must be one of {', '.join(TURN_REWARDS)}, got {mode!r}")
-    if gamma is None:
-        return mode, 1.0
+    return mode, 1.0 if gamma is None else check_gamma(gamma)
+
+
+def check_gamma(gamma: Any, name: str = "gamma") -> float:
+    """``gamma`` as a discount: a number in [0, 1] (0 kept); ``ValueError`` naming ``name`` for anything
+    else (NaN, inf, negative, above 1, a bool, a string)."""
     if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not 0.0 <= gamma <= 1.0:
-        raise ValueError(f"gamma must be a number in [0, 1], got {gamma!r:.80}")
-    return mode, float(gamma)
+        raise ValueError(f"{name} must be a number in [0, 1], got {gamma!r:.80}")
+    return float(gamma)
+
+
+def check_shaping(mode: Any, history: History, max_turns: int) -> PotentialShaping | None:
+    """The shaping a config names (YAML, a row), checked where it enters: ``None`` or ``"none"`` for
+    none; ``"distance"``: :class:`~vlm_envs.credit.shaping.PotentialShaping` with the episode's turn cap
+    ``max_turns`` as the distance of a state the goal cannot be reached from. It shapes the samples of a
+    windowed history's turns: with the full history, ``ValueError`` (as for any other value)."""
+    mode = "none" if mode is None else mode
+    if mode not in SHAPINGS:
+        raise ValueError(f"shaping must be one of {', '.join(SHAPINGS)}, got {mode!r:.80}")
+    if mode == "none":
+        return None
+    if history.full:
+        raise ValueError("shaping 'distance' shapes the turn samples of a windowed history, not the full one")
+    return PotentialShaping(unreachable=max_turns)

@@ -63,6 +63,9 @@ class TurnRecord:
     state_key: str | None = None
     distance_to_goal: int | None = None
     next_distance_to_goal: int | None = None
+    #: The env ended the episode at a cap of its own (``StepInfo.truncated`` without ``terminated``): a
+    #: time limit, as the rollout's ``max_turns``, not the end of the task.
+    truncated: bool = False
 
     @property
     def action_optimal(self) -> bool | None:
@@ -166,7 +169,8 @@ class Trajectory:
         discounted return from the turn (``return``), or the step reward (``step``); an episode that
         FAILED or was ABORTED gives every turn its (failure) reward. ``shaping`` adds each turn's
         potential-based term (:mod:`vlm_envs.credit.shaping`) to its step reward: to the turn's own reward
-        (``episode``, ``step``) or within the return (``return``). ``ValueError`` for a mode or gamma
+        (``episode``, ``step``) or within the return (``return``); the episode ended where the env ended
+        it, not at a turn cap (the rollout's or the env's own). ``ValueError`` for a mode or gamma
         :func:`~vlm_envs.rollout.history.check_turn_reward` refuses."""
         reward, gamma = check_turn_reward(reward, gamma)
         records = [r for r in self.turns if r.reply is not None]
@@ -177,7 +181,8 @@ class Trajectory:
             if shaping is not None:
                 before = [r.distance_to_goal for r in records]
                 after = [r.next_distance_to_goal for r in records]
-                terms = shaping.terms(before, after, self.status is Status.COMPLETED, gamma)
+                capped = bool(self.turns) and self.turns[-1].truncated  # a turn cap ends nothing
+                terms = shaping.terms(before, after, self.status is Status.COMPLETED and not capped, gamma)
                 terms = turn_rewards(terms, 0.0, "return" if reward == "return" else "step", gamma)
                 rewards = [value + term for value, term in zip(rewards, terms, strict=True)]
         return [

@@ -14,7 +14,8 @@ A row's ``extra_info`` names the episode as slime rows' ``metadata`` does (read 
 :class:`~vlm_envs.rollout.rows.RowSpec`): ``env`` (a registered env, or a module path or file listed
 in ``allowed_envs`` above: a row never chooses code to run), ``seed``, ``env_config`` and optionally
 ``max_turns`` (else ``env_config["max_turns"]``, else ``rollout.multi_turn.max_assistant_turns``,
-else 8); ``history`` (``window:K``), ``turn_reward`` and ``gamma`` (in [0, 1]) for per-turn outputs.
+else 8); ``history`` (``window:K``), ``turn_reward``, ``gamma`` (in [0, 1]) and ``shaping`` (``none``, or
+``distance``: potential-based, :mod:`vlm_envs.credit.shaping`) for per-turn outputs.
 A row with a ``seed`` builds its env from its env config alone; a row without one from the row
 itself (:func:`task_sample`: ``raw_prompt`` and its images, the answer of ``reward_model``, so a user's own
 geometry3k rows play their problems). The episode is played by
@@ -47,6 +48,7 @@ from verl.experimental.agent_loop.agent_loop import (
     register,
 )
 
+from vlm_envs.credit.shaping import PotentialShaping
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.registry import build_env
 from vlm_envs.rollout import contract
@@ -54,7 +56,7 @@ from vlm_envs.rollout.codec import ChatCodec, Encoded
 from vlm_envs.rollout.engines.contract import EngineOutput, FinishReason
 from vlm_envs.rollout.engines.image_uris import ImageInput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
-from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
+from vlm_envs.rollout.history import History, TurnReward, check_shaping, check_turn_reward
 from vlm_envs.rollout.prompt import FallbackPrompt
 from vlm_envs.rollout.record import RECORD_KEY, episode_record, turn_record
 from vlm_envs.rollout.rows import RowError, RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
@@ -85,6 +87,7 @@ class LoopConfig:
     #: A windowed history makes one output per turn (verl's V1 trainer takes a list per row).
     turn_reward: TurnReward = "episode"
     gamma: float = 1.0
+    shaping: PotentialShaping | None = None
 
 
 def resolve_config(
@@ -115,6 +118,7 @@ def resolve_config(
         history=History.parse(extra_info.get("history")),
     )
     turn_reward, gamma = check_turn_reward(extra_info.get("turn_reward"), extra_info.get("gamma"))
+    shaping = check_shaping(extra_info.get("shaping"), episode.history, episode.max_turns)
     return LoopConfig(
         env=env,
         seed=row.seed,
@@ -123,6 +127,7 @@ def resolve_config(
         prompt_length=int(rollout.get("prompt_length")),
         turn_reward=turn_reward,
         gamma=gamma,
+        shaping=shaping,
     )
 
 
@@ -277,7 +282,11 @@ class VlmEnvsAgentLoop(AgentLoopBase):
                 fallback_prompt=row_prompt(kwargs.get("raw_prompt")),
             )
             record.update(episode_record(traj, trainer="verl"))
-            turns = traj.turn_samples(config.turn_reward, config.gamma) if not traj.history.full else []
+            turns = (
+                []
+                if traj.history.full
+                else traj.turn_samples(config.turn_reward, config.gamma, config.shaping)
+            )
             if turns:
                 return [to_output(traj, codec, record, config.prompt_length, turn) for turn in turns]
             return to_output(traj, codec, record, config.prompt_length)

@@ -39,7 +39,9 @@ without one from the sample (its task); a refused row fails its sample, saying w
 ``vlm_envs.remote`` names its served ``env`` and config, never the servers, token or timeout: those
 are the YAML's ``vlm_envs_remote_*`` and ``$VLM_ENVS_SERVE_TOKEN``). Windowed
 histories (``vlm_envs_history: window:K``) return one Sample per turn, rewarded as
-``vlm_envs_turn_reward`` (``episode``, ``return``, ``step``) and ``vlm_envs_gamma`` (in [0, 1]) say.
+``vlm_envs_turn_reward`` (``episode``, ``return``, ``step``), ``vlm_envs_gamma`` (in [0, 1]) and
+``vlm_envs_shaping`` (``none``, or ``distance``: potential-based shaping, :mod:`vlm_envs.credit.shaping`)
+say; GiGPO's advantages over them: :mod:`vlm_envs.rollout.slime.gigpo`.
 
 slime's own multi-turn envs run unchanged (``rollout_interaction_env_path`` may name a module or a
 ``.py`` file, as for slime's example rollout). When the env's first observation is empty, the
@@ -60,6 +62,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from vlm_envs.credit.shaping import PotentialShaping
 from vlm_envs.protocol import DEFAULT_MAX_TURNS
 from vlm_envs.rollout import contract
 from vlm_envs.rollout.codec import ChatCodec
@@ -69,7 +72,7 @@ from vlm_envs.rollout.episode import EpisodeConfig
 from vlm_envs.rollout.executors.config import ExecutorConfig
 from vlm_envs.rollout.executors.in_process import EpisodeExecutor
 from vlm_envs.rollout.executors.worker_process import EpisodeJob
-from vlm_envs.rollout.history import History, TurnReward, check_turn_reward
+from vlm_envs.rollout.history import History, TurnReward, check_shaping, check_turn_reward
 from vlm_envs.rollout.offload import rollout_executor
 from vlm_envs.rollout.record import RECORD_KEY, episode_record, turn_record
 from vlm_envs.rollout.rows import RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
@@ -134,9 +137,11 @@ class HookConfig:
     #: (``vlm_envs_ray_actors``), or neither: on slime's loop.
     executor: ExecutorConfig = dataclasses.field(default_factory=ExecutorConfig)
     engine: EngineSettings = EngineSettings()
-    #: Windowed histories return one Sample per turn, rewarded as ``vlm_envs_turn_reward`` says.
+    #: Windowed histories return one Sample per turn, rewarded as ``vlm_envs_turn_reward`` says,
+    #: shaped where ``vlm_envs_shaping`` says.
     turn_reward: TurnReward = "episode"
     gamma: float = 1.0
+    shaping: PotentialShaping | None = None
 
 
 def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> HookConfig:
@@ -166,6 +171,7 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
     turn_reward, gamma = check_turn_reward(
         getattr(args, "vlm_envs_turn_reward", None), getattr(args, "vlm_envs_gamma", None)
     )
+    shaping = check_shaping(getattr(args, "vlm_envs_shaping", None), episode.history, episode.max_turns)
     host, port = getattr(args, "sglang_router_ip", "127.0.0.1"), getattr(args, "sglang_router_port", 30000)
     url = f"http://{host}:{port}"
     set_reward = bool(getattr(args, "vlm_envs_set_reward", True))
@@ -180,6 +186,7 @@ def resolve_config(args: Any, sample: Any, sampling_params: dict[str, Any]) -> H
         engine=EngineSettings.from_args(args),
         turn_reward=turn_reward,
         gamma=gamma,
+        shaping=shaping,
     )
 
 
@@ -277,7 +284,9 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any], eval
         record.update(episode_record(traj, trainer="slime"))
         if traj.status is Status.ABORTED:
             record.update(resume=traj.resume, resume_error=traj.resume_error)
-        turns = traj.turn_samples(config.turn_reward, config.gamma) if not traj.history.full else []
+        turns = (
+            [] if traj.history.full else traj.turn_samples(config.turn_reward, config.gamma, config.shaping)
+        )
         if turns:
             return await _fan_out(args, sample, traj, turns, codec, config)
         fill_sample(args, sample, traj, codec, traj.reward if config.set_reward else None, kept=kept)
@@ -294,12 +303,17 @@ async def _fan_out(
     args: Any, sample: Any, traj: Trajectory, turns: list[TurnSample], codec: ChatCodec, config: HookConfig
 ) -> list[Any]:
     """One Sample per turn of a windowed episode (slime trains on a returned list as it would on
-    that many samples); each carries the turn, the episode id and the number of turns in metadata."""
+    that many samples); each carries the turn, the episode id and the number of turns in metadata, and
+    all share the episode's ``rollout_id`` (slime requires one on the samples of a returned list, to
+    count the episode once in its loss: ``validate_rollout_id_annotated``): the sample's own, else its
+    ``index``."""
     await asyncio.get_running_loop().run_in_executor(rollout_executor(), make_train_inputs, turns)
     record, episode_id = sample.metadata[METADATA_KEY], uuid.uuid4().hex
+    rollout_id = getattr(sample, "rollout_id", None)
     out = []
     for turn in turns:
         one = copy.copy(sample)
+        one.rollout_id = sample.index if rollout_id is None else rollout_id
         one_record = {**turn_record(record, turn), "episode_id": episode_id, "num_turns": len(turns)}
         one.metadata = {**sample.metadata, METADATA_KEY: {**one_record, "turn_reward": config.turn_reward}}
         fill_sample(args, one, traj, codec, turn.reward if config.set_reward else None, data=turn)

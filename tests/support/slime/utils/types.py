@@ -16,6 +16,7 @@ from typing import Any
 class Sample:
     group_index: int | None = None
     index: int | None = None
+    rollout_id: int | None = None
     prompt: str | list[dict[str, Any]] = ""
     tokens: list[int] = field(default_factory=list)
     multimodal_inputs: dict[str, Any] | None = None
