@@ -125,3 +125,27 @@ def test_the_episodes_after_one_seed_are_the_same_in_a_fresh_env(name):
     first = episodes(a)
     assert first == episodes(b)
     assert len({text for text, _ in first} | {im[0] for _, im in first if im}) > 3  # three episodes, not one
+
+
+@pytest.mark.parametrize("name", [spec.name for spec in list_envs()])
+def test_info_says_where_the_episode_stands(name):
+    """``reset`` and ``step`` info carry ``state_key`` and ``distance_to_goal``, the env's own after the
+    call, beside the env's info; the oracle's episode ends at distance 0 (where the env gives one)."""
+    env = gymnasium.make(spec_named(name).gym_id)
+    vlm_env = env.unwrapped.vlm_env
+    _, info = env.reset(seed=3)
+    assert info["state_key"] == vlm_env.state_key() and info["distance_to_goal"] == vlm_env.distance_to_goal()
+    assert isinstance(info["state_key"], str)  # every bundled env keys its states (minesweeper: no distance)
+    terminated = truncated = False
+    while not (terminated or truncated):
+        _, _, terminated, truncated, info = env.step(vlm_env.oracle_response())
+        assert "metrics" in info and info["state_key"] == vlm_env.state_key()
+        assert info["distance_to_goal"] == vlm_env.distance_to_goal()
+    assert terminated and info["distance_to_goal"] in (0, None)
+
+
+def test_info_of_an_env_that_does_not_say_holds_none():
+    env = GymEnv("toyenvs.colors")
+    _, info = env.reset(seed=0)
+    assert (info["state_key"], info["distance_to_goal"], info["color"]) == (None, None, info["color"])
+    assert env.step("no answer")[-1]["state_key"] is None

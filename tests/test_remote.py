@@ -69,6 +69,11 @@ def test_remote_env_through_run_episode_equals_the_in_process_episode(
     assert remote.reward == local.reward == 1.0 and remote.status is local.status
     assert remote.tokens == local.tokens and remote.loss_mask == local.loss_mask
     assert [t.metrics for t in remote.turns] == [t.metrics for t in local.turns]
+
+    def stood(turns):  # where each turn stood, as the rollout records it
+        return [(t.state_key, t.distance_to_goal, t.next_distance_to_goal) for t in turns]
+
+    assert stood(remote.turns) == stood(local.turns) and remote.turns[0].state_key is not None
     a, b = remote.train_inputs(), local.train_inputs()
     assert torch.equal(a["pixel_values"], b["pixel_values"]) and torch.equal(
         a["image_grid_thw"], b["image_grid_thw"]

@@ -141,8 +141,15 @@ def test_episodes_outlive_a_sigkilled_server(tmp_path):
 
 def test_an_episode_lost_with_its_worker_is_restored_and_counted():
     """A server whose worker died answers the session's next call ``session lost``: the episode goes on
-    on the other server, and the step equals the in-process one."""
+    on the other server, and the step equals the in-process one. Where the episode stands after the
+    restore is the restoring reply's, and equals the in-process episode's."""
     replies, turns = in_process("sokoban", 5)
+    local = build_env("sokoban")
+    local.reset(5)
+    stood = []
+    for reply in replies[:2]:
+        local.step(reply)
+        stood.append((local.state_key(), local.state_text(), local.distance_to_goal()))
     with (
         ServerThread(ServeConfig(envs=("sokoban",), workers=1)) as a,
         ServerThread(ServeConfig(envs=("sokoban",), workers=1)) as b,
@@ -155,9 +162,13 @@ def test_an_episode_lost_with_its_worker_is_restored_and_counted():
         on_a = next(env for env in envs if env.url == a.url)
         a.service.workers.kill(0, "killed by the test")
         wait_for(lambda: a.service.metrics.worker_restarts == 1)  # its sessions are lost now
+        on_a.random_response(random.Random(0))  # a call that is no step: it restores the episode first
+        assert on_a.url == b.url and getattr(on_a._standing, "restored", False)
+        assert (on_a.state_key(), on_a.state_text(), on_a.distance_to_goal()) == stood[0]
         for env in envs:
             obs, done, info = env.step(replies[1])
             assert view(obs, done, info, env.episode_reward()) == turns[2]
+            assert (env.state_key(), env.state_text(), env.distance_to_goal()) == stood[1]
             assert info.metrics.get(RESTORES_METRIC, 0) == (1 if env is on_a else 0)
             env.close()
         assert on_a.url == b.url

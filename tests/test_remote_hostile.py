@@ -25,6 +25,7 @@ from vlm_envs.protocol import EpisodeFinishedError
 from vlm_envs.remote import RemoteEnv, RemoteEnvError
 from vlm_envs.remote_wire import MAX_REPLY_PIXELS
 from vlm_envs.rewards import RewardError
+from vlm_envs.serve.wire import MAX_STATE_KEY_CHARS, MAX_STATE_TEXT_CHARS
 
 #: The issue's bomb: a 13000x13000 RGBA PNG of zeros, under 1 MB, 676 MB decoded.
 BOMB_SIDE = 13000
@@ -261,6 +262,61 @@ MALFORMED: dict[str, tuple[str, Any, str]] = {
         as_frame(mutate(setter("observation.images", [base64.b64encode(corrupt_idat(3, 5)).decode()]))),
         "image 0 does not decode: the PNG's image data does not inflate",
     ),
+    "state key is a number": (
+        "step",
+        as_frame(mutate(setter("metadata.state_key", 5))),
+        "state_key: Input should be a valid string",
+    ),
+    "state key too long": (
+        "reset",
+        as_frame(mutate(setter("metadata.state_key", "k" * (MAX_STATE_KEY_CHARS + 1)))),
+        f"state_key: String should have at most {MAX_STATE_KEY_CHARS} characters",
+    ),
+    "state text is a list": (
+        "step",
+        as_frame(mutate(setter("metadata.state_text", ["#"]))),
+        "state_text: Input should be a valid string",
+    ),
+    "state text too long": (
+        "step",
+        as_frame(mutate(setter("metadata.state_text", "#" * (MAX_STATE_TEXT_CHARS + 1)))),
+        f"state_text: String should have at most {MAX_STATE_TEXT_CHARS} characters",
+    ),
+    "distance below unreachable": (
+        "step",
+        as_frame(mutate(setter("metadata.distance_to_goal", -2))),
+        "distance_to_goal: Input should be greater than or equal to -1",
+    ),
+    "distance is text": (
+        "reset",
+        as_frame(mutate(setter("metadata.distance_to_goal", "3"))),
+        "distance_to_goal: Input should be a valid integer",
+    ),
+    "distance is true": (
+        "step",
+        as_frame(mutate(setter("metadata.distance_to_goal", True))),
+        "distance_to_goal: Input should be a valid integer",
+    ),
+    "distance is 2.0": (
+        "step",
+        as_frame(mutate(setter("metadata.distance_to_goal", 2.0))),
+        "distance_to_goal: Input should be a valid integer",
+    ),
+    "distance past int64": (
+        "step",
+        as_frame(mutate(setter("metadata.distance_to_goal", 1 << 63))),
+        "distance_to_goal: Input should be less than",
+    ),
+    "a signal error of another name": (
+        "step",
+        as_frame(mutate(setter("metadata.signal_errors", {"reward": "down"}))),
+        "signal_errors.reward.[key]: Input should be",
+    ),
+    "a signal error too long": (
+        "reset",
+        as_frame(mutate(setter("metadata.signal_errors", {"state_key": "x" * 301}))),
+        "signal_errors.state_key: String should have at most 300 characters",
+    ),
     "too many images": (
         "reset",
         as_frame(mutate(setter("observation.images", [png_b64(1, 1)] * 17))),
@@ -284,6 +340,35 @@ def test_each_malformed_reply_is_a_one_line_remote_env_error_that_closes_the_ses
             env.step("again")  # the session is gone; nothing later can answer the wrong request
         with pytest.raises(RewardError, match="the episode has no reward: the session ended"):
             env.episode_reward()  # never a score for an episode the server broke off
+        env.close()
+
+
+def test_where_the_episode_stands_is_the_latest_replys() -> None:
+    """The signals come from the latest reply (none before a reset, nor from a server before them); one the
+    server could not give raises its reason where it is asked for, the others are read."""
+
+    def script(request: dict[str, Any], session: Session) -> list[str | bytes]:
+        if request["type"] == "reset" and request["data"]["seed"] == 1:
+            reply = session.reset_reply(request, state_key="k1", state_text="A", distance_to_goal=2)
+        elif request["type"] == "step":
+            failed = {"state_key": "state_key() raised RuntimeError: down\nnow"}
+            reply = session.step_reply(state_key=None, distance_to_goal=-1, signal_errors=failed)
+        else:
+            return well_behaved(request, session)
+        return [frame("observation", reply)]
+
+    with HostileServer(script) as url:
+        env = RemoteEnv(url, "probe", timeout_s=10)
+        assert (env.state_key(), env.state_text(), env.distance_to_goal()) == (None, None, None)
+        env.reset(seed=1)
+        assert (env.state_key(), env.state_text(), env.distance_to_goal()) == ("k1", "A", 2)
+        env.step("go")
+        assert (env.state_text(), env.distance_to_goal()) == (None, -1)
+        with pytest.raises(RemoteEnvError) as caught:
+            env.state_key()
+        assert str(caught.value) == f"{url}: the served env failed: state_key() raised RuntimeError: down now"
+        env.reset(seed=2)  # a reply without them: an env that does not say
+        assert (env.state_key(), env.state_text(), env.distance_to_goal()) == (None, None, None)
         env.close()
 
 

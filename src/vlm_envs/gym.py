@@ -3,7 +3,10 @@
 Importing :mod:`vlm_envs` registers the ids (or use ``gymnasium.make("vlm_envs:vlm_envs/Sokoban-v0")``
 without importing first). Actions are response strings; observations are dicts with the text, the
 role and the images as ``uint8`` arrays of shape (H, W, 3); ``step`` returns gymnasium's 5-tuple. Every
-id has a step limit (:data:`MAX_EPISODE_STEPS`).
+id has a step limit (:data:`MAX_EPISODE_STEPS`). The ``info`` of ``reset`` and ``step`` says where the
+episode stands after it (:mod:`vlm_envs.state_signals`): ``state_key`` and ``distance_to_goal``
+(``None`` where the env does not say); ``reset``'s holds the env's reset info beside them, ``step``'s
+``metrics`` and the step's own info.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from gymnasium import spaces
 
 from vlm_envs.protocol import Env, Observation
 from vlm_envs.registry import EnvSpec, build_env, list_envs
+from vlm_envs.state_signals import standing_of
 
 MAX_RESPONSE_CHARS = 1 << 20
 #: What every gymnasium id of ours makes: a :class:`GymEnv` of the env it names.
@@ -101,14 +105,19 @@ class GymEnv(gymnasium.Env):
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
         self._last, info = self.vlm_env.reset(seed=seed, options=options)
-        return observation_to_gym(self._last), info
+        return observation_to_gym(self._last), {**info, **self._standing()}
 
     def step(self, action: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
         self._last, done, step_info = self.vlm_env.step(action)
         truncated = step_info.truncated
         terminated = step_info.terminated or (done and not truncated)
-        info = {"metrics": step_info.metrics, **step_info.info}
+        info = {"metrics": step_info.metrics, **step_info.info, **self._standing()}
         return observation_to_gym(self._last), step_info.reward, terminated, truncated, info
+
+    def _standing(self) -> dict[str, Any]:
+        """Where the episode stands now, as ``info`` keys (checked by :func:`standing_of`)."""
+        standing = standing_of(self.vlm_env)
+        return {"state_key": standing.key, "distance_to_goal": standing.distance}
 
     def render(self) -> np.ndarray | None:
         """The last observation's last image (``render_mode="rgb_array"``)."""

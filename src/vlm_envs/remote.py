@@ -10,11 +10,13 @@ remotely: ``build_env("vlm_envs.remote", url=..., env="sokoban", **config)`` (sl
 config; :data:`LOCATION_KEYS`). Replies are read as hostile input (:mod:`vlm_envs.remote_wire`).
 ``random_response(rng)`` is the served env's own: the server draws it from ``rng``'s state and hands the
 state back advanced, so a random player's episodes are the in-process ones (the env's code need not be
-installed here). With several URLs an episode outlives its server: the client keeps the episode's
-latest snapshot (:mod:`vlm_envs.remote_failover`), and when the server holding it dies, or answers that
-the session is gone (410, its worker died, it is shutting down), restores it on the next server and
-sends the call again, once; the step's metrics count the restore (``remote_restores``). Needs the
-``serve`` extra (``websockets``).
+installed here). ``state_key()``, ``state_text()`` and ``distance_to_goal()`` are the served env's as the
+latest reply gave them (``None`` before a reset), so a remote episode records where it stood as in
+process. With several URLs an episode outlives its server: the client keeps the episode's latest snapshot
+(:mod:`vlm_envs.remote_failover`), and when the server holding it dies, or answers that the session is
+gone (410, its worker died, it is shutting down), restores it on the next server (where the episode
+stands then is the restoring reply's) and sends the call again, once; the step's metrics count the
+restore (``remote_restores``). Needs the ``serve`` extra (``websockets``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from vlm_envs.remote_location import cannot_connect, check_timeout, check_url, n
 from vlm_envs.remote_wire import (
     MalformedReply,
     Reply,
+    ReplyMetadata,
     StateData,
     no_extra_frame,
     one_line,
@@ -46,7 +49,7 @@ from vlm_envs.remote_wire import (
 )
 from vlm_envs.rewards import RewardError, check_reward
 from vlm_envs.serve.config import token_from_env
-from vlm_envs.serve.wire import RandomState
+from vlm_envs.serve.wire import RandomState, SignalName
 
 __all__ = ["LOCATION_KEYS", "RemoteEnv", "RemoteEnvError", "build_env"]
 
@@ -137,6 +140,7 @@ class RemoteEnv(Env):
         self.has_episode_reward = True  # the served env's, once reset
         self.session: dict[str, Any] = {}
         self._kept: KeptSnapshot | None = None  # with several URLs: the episode's latest snapshot
+        self._standing: ReplyMetadata | None = None  # the latest reply's: where the episode stands
         self._restores = 0  # restores since the last step's reply (counted in the next step's metrics)
 
     # ---- the Env protocol -------------------------------------------------------------------------
@@ -164,7 +168,7 @@ class RemoteEnv(Env):
             return reply
 
         self._episode, self._reward, self._ended = None, None, None
-        self._kept, self._restores = None, 0
+        self._kept, self._restores, self._standing = None, 0, None
         reply = self._exchange({"type": "reset", "data": data}, check)
         meta = reply.metadata
         self._session_id = meta.session_id
@@ -172,7 +176,7 @@ class RemoteEnv(Env):
         self._system_prompt = meta.system_prompt
         self._tools = [dict(tool) for tool in meta.tools]
         self.has_episode_reward = meta.has_episode_reward
-        self._reward = (meta.episode_reward, meta.reward_error)
+        self._reward, self._standing = (meta.episode_reward, meta.reward_error), meta
         self.session = {"session_id": meta.session_id, "episode_id": meta.episode_id}
         if len(self.urls) > 1:
             self._kept = self._keep(seed)
@@ -197,7 +201,7 @@ class RemoteEnv(Env):
         reply = self._call({"type": "step", "data": {"text": response_text}}, check)
         meta = reply.metadata
         episode.steps, episode.done = meta.step, reply.done
-        self._reward = (meta.episode_reward, meta.reward_error)
+        self._reward, self._standing = (meta.episode_reward, meta.reward_error), meta
         if self._kept is not None:
             self._kept.played(response_text)
         metrics = dict(meta.metrics)
@@ -250,6 +254,23 @@ class RemoteEnv(Env):
         text, advanced = self._call({"type": "random", "data": state}, parse_random)
         rng.setstate(advanced)
         return text
+
+    def state_key(self) -> str | None:
+        return self._signal("state_key")
+
+    def state_text(self) -> str | None:
+        return self._signal("state_text")
+
+    def distance_to_goal(self) -> int | None:
+        return self._signal("distance_to_goal")
+
+    def _signal(self, name: SignalName) -> Any:
+        """The served env's ``name()`` as the latest reply gave it (``None`` before a reset); where it failed
+        on the server, a :class:`RemoteEnvError` with the server's reason (it raises in process too)."""
+        meta = self._standing
+        if meta is not None and name in meta.signal_errors:
+            raise RemoteEnvError(f"{self.url}: the served env failed: {one_line(meta.signal_errors[name])}")
+        return None if meta is None else getattr(meta, name)
 
     def system_prompt(self) -> str | None:
         return self._system_prompt
@@ -328,7 +349,7 @@ class RemoteEnv(Env):
                 continue
             episode.session_id = self._session_id = meta.session_id
             self._episode, self._ended = episode, None
-            self._reward = (meta.episode_reward, meta.reward_error)
+            self._reward, self._standing = (meta.episode_reward, meta.reward_error), meta
             self.session = {"session_id": meta.session_id, "episode_id": meta.episode_id}
             self._restores += 1
             return

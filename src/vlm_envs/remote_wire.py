@@ -4,10 +4,13 @@
 :func:`parse_state` / :func:`parse_random` / :func:`parse_error`: a text frame holding one JSON object
 ``{"type", "data"}``, no ``NaN``/``Infinity``, nested at most :data:`MAX_REPLY_DEPTH` deep, every field
 of the type the wire format (:mod:`vlm_envs.serve.wire`) gives it, nothing coerced (``done: "no"`` is
-refused, never read as true), every number finite. Images are base64 PNGs whose sizes are read from
-their headers and checked against :data:`~vlm_envs.envs.config.MAX_IMAGE_SIDE`, :data:`MAX_REPLY_IMAGES`
-and :data:`MAX_REPLY_PIXELS` before any is decoded, so a small PNG that decodes to gigabytes is refused
-at its header. Anything else is a :class:`MalformedReply` whose message is one line.
+refused, never read as true), every number finite, where the episode stands bounded (a ``state_key``
+of at most :data:`~vlm_envs.serve.wire.MAX_STATE_KEY_CHARS`, a ``state_text`` of at most
+:data:`~vlm_envs.serve.wire.MAX_STATE_TEXT_CHARS` characters, a distance an ``int`` from -1). Images are
+base64 PNGs whose sizes are read from their headers and checked against
+:data:`~vlm_envs.envs.config.MAX_IMAGE_SIDE`, :data:`MAX_REPLY_IMAGES` and :data:`MAX_REPLY_PIXELS` before
+any is decoded, so a small PNG that decodes to gigabytes is refused at its header. Anything else is a
+:class:`MalformedReply` whose message is one line.
 """
 
 from __future__ import annotations
@@ -27,7 +30,15 @@ from vlm_envs.envs.config import MAX_IMAGE_SIDE
 from vlm_envs.imaging import PNG_MODES, attach_png
 from vlm_envs.imaging.decode import decode_png, png_header
 from vlm_envs.protocol import Observation
-from vlm_envs.serve.wire import MT_VERSION, RandomState
+from vlm_envs.serve.wire import (
+    MT_VERSION,
+    Distance,
+    RandomState,
+    SignalError,
+    SignalName,
+    StateKey,
+    StateText,
+)
 
 #: The most images one reply may carry: an env shows one or two per observation.
 MAX_REPLY_IMAGES = 16
@@ -94,6 +105,13 @@ class ReplyMetadata(_Strict):
     reward_error: str | None = None
     #: The env's own observation metadata (the observation's ``metadata`` mirrors this whole mapping).
     observation_metadata: dict[str, Any] = Field(default_factory=dict)
+    #: Where the episode stands after the call (:class:`~vlm_envs.serve.wire.Signals`), bounded as the
+    #: server bounds them; absent from servers before them (``None``, as an env that does not say).
+    state_key: StateKey | None = None
+    state_text: StateText | None = None
+    distance_to_goal: Distance | None = None
+    #: Why the served env's method gave none of a signal (it raised, or gave what the wire does not carry).
+    signal_errors: dict[SignalName, SignalError] = Field(default_factory=dict)
 
 
 class ResetMetadata(ReplyMetadata):

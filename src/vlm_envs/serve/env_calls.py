@@ -1,5 +1,5 @@
-"""Inside a serve worker, the calls on a session's env beside reset and step: the env's own random reply,
-the episode's snapshot, and a restore from a client's snapshot.
+"""Inside a serve worker, the calls on a session's env beside reset and step: where the episode stands, the
+env's own random reply, the episode's snapshot, and a restore from a client's snapshot.
 
 Each answers ``(status, body)``: the JSON bytes of the reply (200) or a one-line error. A snapshot a
 client sends is hostile input: it is bounded (:func:`vlm_envs.snapshot.check_plain`) before anything is
@@ -19,11 +19,41 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from vlm_envs.envs.config import check_client_config
 from vlm_envs.errors import one_line
 from vlm_envs.protocol import Env, Observation
-from vlm_envs.serve.wire import RandomState
+from vlm_envs.serve.wire import SIGNAL_NAMES, RandomState, Signals
 from vlm_envs.snapshot import SnapshotError, check_plain, recorder_of
+
+
+def signal_fields(env: Env) -> dict[str, Any]:
+    """``env``'s ``state_key``, ``state_text`` and ``distance_to_goal`` now, as a reply's metadata carries
+    them (:class:`~vlm_envs.serve.wire.Signals`), with ``signal_errors``: for each method that raised or
+    gave a value the wire does not carry (another type, out of bounds), ``null`` and the reason in one line.
+    The episode goes on either way (a ``MemoryError`` stays one)."""
+    values: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for name in SIGNAL_NAMES:
+        try:
+            values[name] = getattr(env, name)()
+        except MemoryError:
+            raise
+        except Exception as err:  # the env's own method failed: its episode itself goes on
+            errors[name] = one_line(f"{name}() raised {one_line(err, typed=True)}")
+    try:
+        Signals.model_validate(values)
+    except ValidationError as err:
+        for problem in err.errors(include_url=False):
+            name = str(problem["loc"][0])
+            errors.setdefault(
+                name, one_line(f"{name}() gave a {type(values[name]).__name__} value: {problem['msg']}")
+            )
+    return {
+        **{name: None if name in errors else values[name] for name in SIGNAL_NAMES},
+        "signal_errors": errors,
+    }
 
 
 def random_reply(env: Env, state: Mapping[str, Any]) -> tuple[int, bytes]:

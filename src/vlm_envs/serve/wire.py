@@ -24,13 +24,17 @@ RGB frame, so ``image_modes`` gives each image's own mode (``convert`` to it giv
 The reply's ``metadata`` holds the step's ``metrics``, ``status``
 (``running``/``terminated``/``truncated``), ``terminated``, ``truncated``, ``info``,
 ``episode_reward``, ``session_id`` and the env's own observation metadata (``observation_metadata``);
-a reset's also the env's ``reset_info``, ``system_prompt`` and ``tools``. The observation's
-``metadata`` is the same object, as OpenEnv 0.10's own server sends it (``serialize_observation``):
-``openenv-core`` 0.3.0's client keeps only a reply's ``observation``, ``reward`` and ``done``
-(its ``StepResult`` has no ``metadata``), so that is where it finds them. Over HTTP the session
-handle travels as a body field:
-``/reset`` answers ``metadata.session_id``; ``/step``, ``/state``, ``/close`` and a later ``/reset``
-send it back as ``"session_id"`` (OpenEnv's request models allow extra body fields).
+a reset's also the env's ``reset_info``, ``system_prompt`` and ``tools``. Every reset and step reply's
+also says where the episode stands right after the call (:mod:`vlm_envs.state_signals`): the env's
+``state_key``, ``state_text`` and ``distance_to_goal`` (:class:`Signals`; ``null`` where the env does not
+say), and ``signal_errors``, the one-line reason for each of them the env's method failed to give (it
+raised, or gave a value of another type or out of bounds: that one is ``null``; the episode goes on).
+The observation's ``metadata`` is the same object, as OpenEnv 0.10's own server sends it
+(``serialize_observation``): ``openenv-core`` 0.3.0's client keeps only a reply's ``observation``,
+``reward`` and ``done`` (its ``StepResult`` has no ``metadata``), so that is where it finds them. Over
+HTTP the session handle travels as a body field: ``/reset`` answers ``metadata.session_id``; ``/step``,
+``/state``, ``/close`` and a later ``/reset`` send it back as ``"session_id"`` (OpenEnv's request models
+allow extra body fields).
 
 Snapshots, ours too: a reset with a ``snapshot`` field continues that snapshot's episode (of the env and
 config the reset names; :meth:`vlm_envs.Env.restore`) instead of starting one, and ``snapshot`` (HTTP
@@ -49,13 +53,14 @@ import base64
 import json
 import random
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from vlm_envs.imaging import lossless_png, stored_mode
 from vlm_envs.plain_json import json_safe
 from vlm_envs.protocol import Observation, StepInfo
+from vlm_envs.state_signals import UNREACHABLE
 
 #: The OpenEnv release whose wire format this module speaks.
 OPENENV_RELEASE = "openenv 0.10.0"
@@ -90,6 +95,31 @@ class WireObservation(BaseModel):
     metadata: dict[str, Any] = Field(
         default_factory=dict, description="the reply's metadata, as at its top level (for every client)"
     )
+
+
+#: The longest ``state_key`` a reply carries (characters): a digest key is 71; room for an env's own.
+MAX_STATE_KEY_CHARS = 4096
+#: The longest ``state_text`` a reply carries (characters); the bundled envs' are at most about 2,000.
+MAX_STATE_TEXT_CHARS = 1 << 20
+#: The longest reason in ``signal_errors``: one line (:func:`vlm_envs.errors.one_line`'s limit).
+MAX_SIGNAL_ERROR_CHARS = 300
+StateKey = Annotated[str, Field(max_length=MAX_STATE_KEY_CHARS)]
+StateText = Annotated[str, Field(max_length=MAX_STATE_TEXT_CHARS)]
+#: A distance to the goal: turns (>= 0), or ``UNREACHABLE``; below 2**63, so any trainer's int64 holds it.
+Distance = Annotated[int, Field(ge=UNREACHABLE, lt=1 << 63)]
+SignalName = Literal["state_key", "state_text", "distance_to_goal"]
+SIGNAL_NAMES: tuple[SignalName, ...] = get_args(SignalName)
+SignalError = Annotated[str, Field(max_length=MAX_SIGNAL_ERROR_CHARS)]
+
+
+class Signals(BaseModel):
+    """Where an episode stands, as a reply's ``metadata`` carries it (types as given: no coercion)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    state_key: StateKey | None = None
+    state_text: StateText | None = None
+    distance_to_goal: Distance | None = None
 
 
 class ResetFields(BaseModel):

@@ -17,6 +17,8 @@ A client's config is checked before anything is built (:func:`vlm_envs.envs.conf
 ``reward_error``). The internal op ``stats`` answers the worker's session count and memory; ``random``
 answers the env's own random reply drawn from a client's generator state, ``snapshot`` the episode's
 snapshot, and a reset that carries a snapshot continues its episode (:mod:`vlm_envs.serve.env_calls`).
+Every reset and step reply carries where the episode stands after it (``signal_fields``), read under the
+call's bounds: a signal method that fails answers null and its reason, the episode goes on.
 """
 
 from __future__ import annotations
@@ -40,7 +42,13 @@ from vlm_envs.protocol import EpisodeFinishedError, check_seed
 from vlm_envs.registry import get_spec
 from vlm_envs.rewards import RewardError, call_reward, check_reward
 from vlm_envs.serve.config import ServeConfig
-from vlm_envs.serve.env_calls import check_snapshot, random_reply, restore_episode, snapshot_reply
+from vlm_envs.serve.env_calls import (
+    check_snapshot,
+    random_reply,
+    restore_episode,
+    signal_fields,
+    snapshot_reply,
+)
 from vlm_envs.serve.limits import MIB, DeadlineExceeded, MemoryBudget, Watchdog
 from vlm_envs.serve.pipe import BlockingPipe
 from vlm_envs.serve.wire import State, reply_body
@@ -260,6 +268,7 @@ class Worker:
             "tools": json_safe(session.env.tools()),
             "has_episode_reward": bool(session.env.has_episode_reward),
             "reset_info": json_safe(info),
+            **signal_fields(session.env),
         }
         if snapshot is not None:  # where the restored episode stands
             extra.update(restored=True, step=steps)
@@ -286,7 +295,12 @@ class Worker:
         reward, step_error = _checked(lambda: check_reward(info.reward, "the step reward"))
         episode_reward, episode_error = self._episode_reward(session)
         error = "; ".join(e for e in (step_error, episode_error) if e) or None
-        extra = {"session_id": session_id, "episode_id": session.episode_id, "step": session.steps}
+        extra = {
+            "session_id": session_id,
+            "episode_id": session.episode_id,
+            "step": session.steps,
+            **signal_fields(session.env),
+        }
         body = reply_body(obs, info, done, episode_reward, extra, reward=reward, reward_error=error)
         return Answer(200, body)
 

@@ -206,3 +206,20 @@ class HashKeyed(StatedColorsEnv):
 
     def state_key(self) -> str | None:
         return str(hash(self.state_text()))
+
+
+class KeyRaises(StatedColorsEnv):
+    """Its ``state_key`` raises once the episode has started."""
+
+    def state_key(self) -> str | None:
+        if self._color:
+            raise RuntimeError("the key store is down")
+        return None
+
+
+class DistanceAsText(StatedColorsEnv):
+    """Gives its distance to the goal as text (``"1"``), not an int."""
+
+    def distance_to_goal(self) -> int | None:
+        distance = super().distance_to_goal()
+        return None if distance is None else str(distance)  # type: ignore[return-value]
