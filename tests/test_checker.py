@@ -14,7 +14,7 @@ from vlm_envs.checker import (
     determinism_seeds,
     episode_fingerprint,
 )
-from vlm_envs.checker.calls import UNICODE_DIGITS, lookalike_probes
+from vlm_envs.checker.calls import RAISE_HINT, UNICODE_DIGITS, lookalike_probes
 
 CHECK_NAMES = {"types", "determinism", "unseeded resets", "hostile replies", "step after the end"}
 CHECK_NAMES |= {"malformed replies end"}
@@ -260,6 +260,16 @@ def test_an_env_that_says_where_it_stands_passes_the_state_signals_check():
         "rebuild",
     ]
     assert "state signals" not in check_env(ColorsEnv(), rebuild=False)  # says nothing: nothing checked
+
+
+def test_a_signal_that_raises_or_has_the_wrong_type_is_caught():
+    found = failures_of(broken.KeyRaises(), rebuild=False)
+    assert found == [
+        "state signals: The check itself stopped: the env raised RuntimeError: the key store is down. "
+        + RAISE_HINT
+    ], found
+    found = failures_of(broken.DistanceAsText(), rebuild=False)
+    assert found and all(f.startswith("state signals: distance_to_goal() gave '") for f in found), found
 
 
 def test_a_key_that_counts_turns_is_caught_as_no_state_coming_back():

@@ -124,8 +124,10 @@ def check_env(env: Env, seed: int = 0, *, step_timeout: float = 10.0, rebuild: b
 
 
 def _says_signals(env: Env, seed: int) -> bool:
-    """Whether the env gives any state signal; an env whose reset fails is left to the other checks."""
+    """Whether the env gives any state signal after a reset (or raises from one); an env whose reset
+    fails is left to the other checks."""
     try:
-        return gives_signals(env, seed)
+        env.reset(seed=seed)
     except Exception:  # the types check reports a reset that raises
         return False
+    return gives_signals(env)

@@ -32,7 +32,7 @@ from vlm_envs.envs.sliding_puzzle.board import (
 )
 from vlm_envs.envs.sliding_puzzle.config import SlidingPuzzleConfig
 from vlm_envs.envs.sliding_puzzle.render import board_image, board_text
-from vlm_envs.envs.sliding_puzzle.solver import solve
+from vlm_envs.envs.sliding_puzzle.solver import DISTANCE_NODES, shortest, solve
 from vlm_envs.protocol import Observation, StepInfo
 from vlm_envs.state_signals import turns_for
 
@@ -146,10 +146,11 @@ class SlidingPuzzleEnv(BoardEnv[SlidingPuzzleConfig, _Episode]):
         return board_text(ep.board, ep.n)
 
     def _distance(self, ep: _Episode) -> int | None:
-        """Turns of ``max_actions_per_turn`` moves along a shortest solution; ``None`` where the solver
-        finds none within its node budget (its plan is then not shown shortest)."""
-        moves, exact = self._plan()
-        return turns_for(len(moves), self.config.max_actions_per_turn) if exact else None
+        """Turns of ``max_actions_per_turn`` moves along a shortest solution that an exact search finds
+        within ``DISTANCE_NODES`` (a function of the board alone, whatever the oracle has planned);
+        ``None`` past that budget."""
+        moves = shortest(ep.board, ep.n, DISTANCE_NODES)
+        return None if moves is None else turns_for(len(moves), self.config.max_actions_per_turn)
 
     # ----- helpers -----
 

@@ -15,6 +15,9 @@ from vlm_envs.envs.sliding_puzzle.board import GAP_STEPS, Board, solved
 EXACT_NODES = 10_000
 #: Nodes the weighted fallback may expand.
 WEIGHTED_NODES = 20_000
+#: Nodes the exact search behind ``distance_to_goal`` may expand on a board no plan covers: every turn of a
+#: rollout asks, so its worst case stays near a step's budget (a few ms a board the oracle has not met).
+DISTANCE_NODES = 1_000
 
 
 class Solution(NamedTuple):
@@ -87,6 +90,12 @@ def _search(start: Board, n: int, weight: int, max_nodes: int) -> tuple[int, ...
                 cost[nxt], parent[nxt] = g, (board, move)
                 heapq.heappush(frontier, (g + weight * heuristic(nxt, n), next(tie), nxt))
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def shortest(board: Board, n: int, max_nodes: int) -> tuple[int, ...] | None:
+    """A shortest solution found within ``max_nodes`` expansions, else ``None``."""
+    return _search(board, n, 1, max_nodes)
 
 
 @functools.lru_cache(maxsize=4096)
