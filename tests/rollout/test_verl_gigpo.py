@@ -224,7 +224,10 @@ def test_verl_imports_the_estimator_through_the_entry_point_this_package_declare
     estimator in a fresh interpreter: the entry point as pyproject declares it, in a stand-in
     distribution (the installed one may predate it)."""
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]["verl.plugins"]
-    assert declared["vlm_envs_gigpo"] == "vlm_envs.rollout.verl_gigpo"
+    assert declared == {
+        "vlm_envs_gigpo": "vlm_envs.rollout.verl_gigpo",
+        "vlm_envs_trainer": "vlm_envs.rollout.verl_trainer",  # skipped by verl without transfer_queue
+    }
     dist = tmp_path / "vlm_envs_plugin_check-0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: vlm-envs-plugin-check\nVersion: 0\n")
