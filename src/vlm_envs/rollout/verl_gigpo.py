@@ -25,7 +25,7 @@ verl 0.9.1's ``compute_advantage`` (``verl/trainer/ppo/ray_trainer.py``) gives a
 ``token_level_rewards``, ``response_mask``, ``config`` and ``index`` only, never the batch's extra
 fields. The records therefore come from ``non_tensor_batch`` where a caller passes it, else from
 :func:`records_for_rows` around the call: the V1 trainers of :mod:`vlm_envs.rollout.verl_trainer` do
-that. Without records every row is its own episode (verl's GRPO over the rows).
+that. Without records every row is its own episode: GRPO over the rows (a lone row gets 0).
 """
 
 from __future__ import annotations
@@ -206,11 +206,14 @@ def compute_gigpo_advantage(
     settings = GiGPOSettings.of(config)
     n = int(token_level_rewards.shape[0])
     records = non_tensor_batch.get(RECORD_KEY) if non_tensor_batch is not None else _handed.get()
-    records = list(records) if records is not None else []
-    if len(records) != n:
-        if records:
-            logger.warning("vlm_envs_gigpo: %d records for %d rows; turn-level credit off", len(records), n)
-        records = [None] * n
+    if records is None:
+        logger.warning(
+            "vlm_envs_gigpo got no records (train with trainer.v1.trainer_mode=vlm_envs_sync, or "
+            "vlm_envs_colocate_async / vlm_envs_separate_async): GRPO over the rows, no turn-level credit"
+        )
+    elif len(records) != n:
+        logger.warning("vlm_envs_gigpo: %d records for %d rows; turn-level credit off", len(records), n)
+    records = list(records) if records is not None and len(records) == n else [None] * n
     groups = [_hashable(g) for g in index] if index is not None else [0] * n
     with torch.no_grad():
         advantages = token_advantages(token_level_rewards, response_mask, groups, records, settings)
