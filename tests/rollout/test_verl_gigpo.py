@@ -201,6 +201,18 @@ def test_a_hostile_record_gets_the_episode_level_advantage_and_never_fails_the_s
     assert advantages.tolist() == [[0.5, 0.5, 0.0, 0.0], [-0.5, -0.5, 0.0, 0.0]]
 
 
+def test_a_reward_that_is_not_a_number_counts_as_0():
+    rewards, mask = rows([[1, 1, 0, 0], [1, 1, 0, 0]], [1.0, 0.0])
+    rewards[1, 0] = float("nan")
+    good, other = record("G", ["s0"], [1.0], [[0, 0, 2]]), record("H", ["s0"], [0.0], [[0, 0, 2]])
+    with records_for_rows([good, other]):
+        advantages, _ = verl_gigpo.compute_gigpo_advantage(
+            rewards, mask, np.array(["g", "g"], dtype=object), OmegaConf.create(MEAN)
+        )
+    # episode level +-0.5; anchor s0: step returns 1 and 0, +-0.5
+    assert advantages.tolist() == [[1.0, 1.0, 0.0, 0.0], [-1.0, -1.0, 0.0, 0.0]]
+
+
 def test_settings_come_from_the_algorithm_config_and_bad_ones_raise():
     assert GiGPOSettings.of(None) == GiGPOSettings(step_weight=1.0, gamma=0.95, scale="std", eps=1e-6)
     config = verl_config(

@@ -13,9 +13,10 @@ state key and the episode's step rewards. Then, within each prompt group (verl's
 - the episode's return is the summed ``token_level_rewards`` of its last output (the row whose score
   verl's V1 trainer gives every output of the episode); a turn's step return is its discounted return
   from the record's step rewards, with ``gamma``;
-- a row without usable signals (another agent loop's row, a failed or aborted episode, a record that is
-  missing, malformed or does not match the row's mask) counts as an episode of its own with no anchor
-  state: its tokens get the episode-level advantage only. Nothing in a record can fail the step.
+- a row without usable signals (another agent loop's row, a record that is missing, malformed or does
+  not match the row's mask) counts as an episode of its own, and a FAILED or ABORTED episode's turns join
+  no anchor state: their tokens get the episode-level advantage only. Nothing in a record can fail the
+  step; a reward that is not a finite number counts as 0.
 
 Settings come from ``algorithm.vlm_envs_gigpo`` (``step_weight``, ``gamma``, ``scale``, ``eps``; defaults
 from :mod:`vlm_envs.credit.gigpo`; ``scale`` defaults to ``mean`` where
@@ -126,9 +127,10 @@ class _Row:
         return max((t.turn for t in self.turns), default=-1)
 
 
-def read_row(row: int, record: Any, mask: Sequence[int], gamma: float) -> _Row:
-    """Row ``row``'s episode and turns from its ``record``, checked against its response ``mask``; a row
-    without usable signals is an episode of its own with no turns."""
+def read_row(row: int, record: Any, ones: torch.Tensor, gamma: float) -> _Row:
+    """Row ``row``'s episode and turns from its ``record``, checked against its response mask (``ones``: how
+    many of its first ``k`` tokens are generated, for ``k = 0 .. length``); a row without usable signals is
+    an episode of its own with no turns."""
     alone = _Row(episode=("row", row))
     if not isinstance(record, Mapping) or not isinstance(record.get("episode_id"), str):
         return alone
@@ -145,13 +147,15 @@ def read_row(row: int, record: Any, mask: Sequence[int], gamma: float) -> _Row:
         if not (isinstance(span, list) and len(span) == 3 and all(type(v) is int for v in span)):
             return alone
         turn, start, end = span
-        if not (0 <= turn < len(turns) and at <= start < end <= len(mask)) or not all(mask[start:end]):
+        if not (0 <= turn < len(turns) and at <= start < end < len(ones)):
+            return alone
+        if int(ones[end] - ones[start]) != end - start:  # a token of the reply is not generated
             return alone
         entry = turns[turn]
         key = entry.get("state_key") if isinstance(entry, Mapping) and played else None
         read.append(_Turn(turn, start, end, key if isinstance(key, str) else None, returns[turn]))
         covered, at = covered + end - start, end
-    if covered != sum(1 for m in mask if m):  # the record is not this row's
+    if covered != int(ones[-1]):  # generated tokens no reply holds: the record is not this row's
         return alone
     return _Row(episode=episode, turns=tuple(read))
 
@@ -165,9 +169,12 @@ def token_advantages(
 ) -> torch.Tensor:
     """Each response token's GiGPO advantage (``(rows, length)``, 0 where ``response_mask`` is), for rows
     in prompt ``groups`` with their ``records`` (see the module)."""
-    masks = response_mask.tolist()
-    rows = [read_row(i, record, masks[i], settings.gamma) for i, record in enumerate(records)]
-    scores = token_level_rewards.sum(dim=-1).tolist()
+    ones = torch.nn.functional.pad(response_mask.long().cumsum(dim=-1), (1, 0))
+    rows = [read_row(i, record, ones[i], settings.gamma) for i, record in enumerate(records)]
+    raw = token_level_rewards.sum(dim=-1).tolist()
+    if not all(map(math.isfinite, raw)):
+        logger.warning("vlm_envs_gigpo: a row's reward is not a finite number; it counts as 0")
+    scores = [score if math.isfinite(score) else 0.0 for score in raw]
     final: dict[tuple[Hashable, Hashable], int] = {}
     for i, row in enumerate(rows):
         key = (groups[i], row.episode)
@@ -178,7 +185,7 @@ def token_advantages(
     for i, row in enumerate(rows):
         group, episode_return = groups[i], float(scores[final[groups[i], row.episode]])
         credit.append(CreditTurn(group, row.episode, None, episode_return, 0.0))
-        places.append((i, 0, len(masks[i])))
+        places.append((i, 0, response_mask.shape[1]))
         for turn in row.turns:
             credit.append(CreditTurn(group, row.episode, turn.state_key, episode_return, turn.step_return))
             places.append((i, turn.start, turn.end))
