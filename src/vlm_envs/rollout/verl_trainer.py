@@ -24,7 +24,9 @@ from verl.trainer.ppo.v1 import (
     register_trainer,
 )
 
-from vlm_envs.rollout.verl_gigpo import ADV_ESTIMATOR, records_for_rows, records_of
+# the module, not its names: where vlm_envs_gigpo is imported first, its own import of verl loads this
+# plugin while vlm_envs_gigpo is still half made
+from vlm_envs.rollout import verl_gigpo
 
 
 class HandsRecords:
@@ -42,12 +44,12 @@ class HandsRecords:
         super().__init__(config)
 
     def _compute_advantage(self, batch: Any, metrics: dict) -> Any:
-        if self.config.algorithm.adv_estimator != ADV_ESTIMATOR:
+        if self.config.algorithm.adv_estimator != verl_gigpo.ADV_ESTIMATOR:
             return super()._compute_advantage(batch, metrics)
         data = tq.kv_batch_get(
             keys=batch.keys, partition_id=batch.partition_id, select_fields=["extra_fields"]
         )
-        with records_for_rows(records_of(data.pop("extra_fields").tolist())):
+        with verl_gigpo.records_for_rows(verl_gigpo.records_of(data.pop("extra_fields").tolist())):
             return super()._compute_advantage(batch, metrics)
 
 
