@@ -223,6 +223,7 @@ def test_settings_come_from_the_algorithm_config_and_bad_ones_raise():
         ({"gamma": 1.5}, "gamma"),
         ({"gamma": "0.9"}, "gamma"),
         ({"step_weight": float("inf")}, "step_weight"),
+        ({"step_weight": -1.0}, "step_weight"),
         ({"eps": 0.0}, "eps"),
         ({"scale": "max"}, "scale"),
         ({"weight": 1.0}, "unknown"),

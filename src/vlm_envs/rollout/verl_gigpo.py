@@ -36,6 +36,7 @@ import contextvars
 import dataclasses
 import logging
 import math
+import numbers
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -44,6 +45,7 @@ from verl.trainer.ppo.core_algos import register_adv_est
 
 from vlm_envs.credit.gigpo import EPS, GAMMA, SCALES, STEP_WEIGHT, CreditTurn, Scale, discounted_returns
 from vlm_envs.credit.gigpo import gigpo_advantages as turn_advantages
+from vlm_envs.rollout.history import check_gamma
 from vlm_envs.rollout.record import RECORD_KEY
 
 #: The estimator's name (``algorithm.adv_estimator``) and the key of its settings under ``algorithm``.
@@ -66,13 +68,12 @@ class GiGPOSettings:
     eps: float = EPS
 
     def __post_init__(self) -> None:
-        for name in ("step_weight", "gamma", "eps"):
+        check_gamma(self.gamma, f"{SETTINGS_KEY}.gamma")
+        for name in ("step_weight", "eps"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-                raise ValueError(f"{SETTINGS_KEY}.{name} must be a finite number, got {value!r:.80}")
-        if not 0.0 <= self.gamma <= 1.0:
-            raise ValueError(f"{SETTINGS_KEY}.gamma must be in [0, 1], got {self.gamma!r}")
-        if self.eps <= 0.0:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < math.inf:
+                raise ValueError(f"{SETTINGS_KEY}.{name} must be a finite number >= 0, got {value!r:.80}")
+        if self.eps == 0:
             raise ValueError(f"{SETTINGS_KEY}.eps must be > 0, got {self.eps!r}")
         if self.scale not in SCALES:
             raise ValueError(f"{SETTINGS_KEY}.scale must be one of {SCALES}, got {self.scale!r:.80}")
