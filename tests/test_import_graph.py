@@ -185,6 +185,10 @@ ADAPTERS: dict[str, tuple[str, ...]] = {
 }
 
 
+#: verl's room beside its agent loop: the advantage estimator and the V1 trainers that feed it.
+_VERL_ROOM = ("verl_gigpo", "verl_trainer")
+
+
 def room(module: str, modules: dict[str, Path] | None = None) -> str:
     """The room of a package module: ``rollout.core`` for the episode core's files, ``env`` for a
     concrete env's package, ``envs`` for the modules every env shares, else the first part."""
@@ -196,6 +200,8 @@ def room(module: str, modules: dict[str, Path] | None = None) -> str:
             return "rollout"
         if parts[1] in ("engines", "executors", "slime", "verl", "trl", "episode"):
             return f"rollout.{parts[1]}"
+        if parts[1] in _VERL_ROOM:
+            return "rollout.verl"
         return "rollout.core"
     if parts[0] == "envs" and len(parts) > 1:
         shared = (PACKAGE_ROOT / "envs" / f"{parts[1]}.py").is_file()
@@ -250,6 +256,7 @@ def test_a_trainers_package_is_imported_only_by_its_adapter_and_no_env_imports_t
 def test_the_layout_check_sees_a_room_importing_upward():
     assert room("vlm_envs.rollout.engines.http") == "rollout.engines"
     assert room("vlm_envs.rollout.codec") == "rollout.core" and room("vlm_envs.rollout") == "rollout"
+    assert room("vlm_envs.rollout.verl_gigpo") == room("vlm_envs.rollout.verl_trainer") == "rollout.verl"
     assert room("vlm_envs.envs.sokoban.env") == "env" and room("vlm_envs.envs.config") == "envs"
     upward = {
         "vlm_envs.rollout.codec": {"vlm_envs.rollout.episode"},

@@ -34,6 +34,24 @@ def turn_record(record: dict[str, Any], turn: TurnSample) -> dict[str, Any]:
     return {**record, "turn": turn.turn, "context_turns": list(turn.context.turns), **standing}
 
 
+def response_turns(data: Trajectory | TurnSample) -> list[list[int]]:
+    """Where each turn's reply lies in the response of ``data`` (a whole episode, or one turn's sample):
+    ``[turn, start, end]`` per reply, in response order (the tokens ``start:end``). A reply the response
+    does not hold (a discarded response) has none."""
+    if isinstance(data, TurnSample):
+        return [[data.turn, 0, len(data.reply.ids)]] if data.reply.ids else []
+    starts, at = {}, 0
+    for segment in data.segments:
+        starts[id(segment)] = at
+        at += len(segment.ids)
+    spans = []
+    for turn in data.turns:
+        start = starts.get(id(turn.reply)) if turn.reply is not None and turn.reply.ids else None
+        if start is not None:
+            spans.append([turn.index, start, start + len(turn.reply.ids)])
+    return sorted(spans, key=lambda span: span[1])
+
+
 def episode_record(traj: Trajectory, trainer: str) -> dict[str, Any]:
     """The record of a finished episode: JSON-friendly, no images or tensors.
 

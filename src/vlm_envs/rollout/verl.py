@@ -27,8 +27,11 @@ log probs, every image in token order (the resized images the codec used, so ver
 reproduces our ``pixel_values``; ``mm_processor_kwargs`` is ``{}`` for the same reason),
 ``reward_score`` (the env's episode reward; ``None`` lets verl's reward run for an env without
 one), ``num_turns``, timings in ``metrics`` and ``extra_fields["vlm_envs"]``, the record the slime
-hook writes. Nothing raises into verl: a failure returns a self-consistent output whose
-``extra_fields["vlm_envs"]["status"]`` says why. This is the only module that knows verl.
+hook writes, plus the episode's ``episode_id`` (shared by a windowed episode's outputs) and
+``response_turns`` (``[turn, start, end]``: where each turn's reply lies in this output's response),
+which :mod:`vlm_envs.rollout.verl_gigpo` reads. Nothing raises into verl: a failure returns a
+self-consistent output whose ``extra_fields["vlm_envs"]["status"]`` says why. This module, and
+``verl_gigpo`` / ``verl_trainer`` beside it, are the only ones that know verl.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ from vlm_envs.rollout.engines.image_uris import ImageInput
 from vlm_envs.rollout.episode import EpisodeConfig, run_episode
 from vlm_envs.rollout.history import History, TurnReward, check_shaping, check_turn_reward
 from vlm_envs.rollout.prompt import FallbackPrompt
-from vlm_envs.rollout.record import RECORD_KEY, episode_record, turn_record
+from vlm_envs.rollout.record import RECORD_KEY, episode_record, response_turns, turn_record
 from vlm_envs.rollout.rows import RowError, RowSpec, allowed_envs, check_row_config, check_row_env, turn_cap
 from vlm_envs.rollout.trajectory import Status, Trajectory
 from vlm_envs.rollout.turns import TurnSample
@@ -258,7 +261,7 @@ class VlmEnvsAgentLoop(AgentLoopBase):
     ) -> AgentLoopOutput | list[AgentLoopOutput]:
         """Play the episode of the row ``kwargs`` (verl's dataset fields); never raises. A row whose
         ``extra_info["history"]`` is ``window:K`` gets one output per turn (verl's V1 trainer)."""
-        record: dict[str, Any] = {}
+        record: dict[str, Any] = {"episode_id": uuid.uuid4().hex}  # its outputs' episode (verl_gigpo's)
         try:
             extra_info = kwargs.get("extra_info") or {}
             allowed = allowed_envs(self.allowed_envs, "allowed_envs (the agent-loop YAML)")
@@ -271,7 +274,7 @@ class VlmEnvsAgentLoop(AgentLoopBase):
         except Exception as err:  # a missing env, a bad row or config fails this row only
             return failed_output(record, f"{type(err).__name__}: {err}", self._filler_id())
         try:
-            engine = VerlServerEngine(self.server_manager, uuid.uuid4().hex)
+            engine = VerlServerEngine(self.server_manager, record["episode_id"])
             traj = await run_episode(
                 env,
                 engine,
@@ -336,7 +339,12 @@ def to_output(
             generate_sequences=sum(t.timings.get("generate_s", 0.0) for t in turns),
             tool_calls=sum(t.timings.get("env_s", 0.0) for t in turns),
         ),
-        extra_fields=_extra_fields(record if turn is None else turn_record(record, turn)),
+        extra_fields=_extra_fields(
+            {
+                **(record if turn is None else turn_record(record, turn)),
+                "response_turns": response_turns(data),
+            }
+        ),
     )
 
 
@@ -348,7 +356,7 @@ def failed_output(
     Its response is one masked ``filler_id`` token: verl puts the reward on the last response token
     (``AgentLoopOutput.as_dict``, the V1 trainer's path), which an empty response does not have.
     """
-    record.update(status=Status.FAILED.value, error=error, reward=0.0)
+    record.update(status=Status.FAILED.value, error=error, reward=0.0, response_turns=[])
     ids = list(prompt.ids) if prompt is not None else []
     images = prompt.pil_images if prompt is not None else []
     return AgentLoopOutput(
