@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("transfer_queue", reason="verl's V1 trainer needs TransferQueue (verl[verl-core])")
 pytest.importorskip("verl.trainer.ppo.v1", reason="verl is not installed (pip install 'vlm-envs[verl]')")
 
 import torch
