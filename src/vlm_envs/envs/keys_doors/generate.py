@@ -35,17 +35,18 @@ def generate_level(
     """A winnable level drawn from ``seed`` and its solver table (see the module docstring)."""
     rng = np.random.default_rng([seed, _SALT])
     for _ in range(MAX_DRAWS):
-        level = _draw(rng, rooms, room_size, distractors, lava, lava_gaps)
+        level = draw_level(rng, rooms, room_size, distractors, lava, lava_gaps)
         if winnable(level):
             break
     else:
-        level = _draw(rng, rooms, room_size, distractors, 0, lava_gaps)
+        level = draw_level(rng, rooms, room_size, distractors, 0, lava_gaps)
     return level, distance_table(level)
 
 
-def _draw(
+def draw_level(
     rng: np.random.Generator, rooms: int, room_size: tuple[int, int], distractors: int, lava: int, gaps: int
 ) -> Level:
+    """One level drawn from ``rng``, winnable or not (:func:`generate_level` keeps the winnable ones)."""
     rows, width = room_size
     grid = np.full((rows + 2, rooms * (width + 1) + 1), WALL, dtype=np.uint8)
     for room in range(rooms):
