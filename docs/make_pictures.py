@@ -27,6 +27,7 @@ FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | N
     "mental_rotation.png": ("mental_rotation", {}, 1, None),
     "mental_rotation_mirror.png": ("mental_rotation", {"mode": "mirror", "min_cubes": 6}, 1, None),
     "frozen_lake.png": ("frozen_lake", {"difficulty": "medium"}, 2, None),
+    "keys_doors.png": ("keys_doors", {"difficulty": "medium"}, 1, None),
     "lights_out.png": ("lights_out", {}, 1, None),
     "tower_of_hanoi.png": ("tower_of_hanoi", {"difficulty": "hard"}, 2, None),
     "clock.png": ("clock", {"difficulty": "medium"}, 12, None),
@@ -72,10 +73,18 @@ def image_probe_turns() -> Image.Image:
     return side_by_side(images)
 
 
+def keys_doors_hard() -> Image.Image:
+    """A hard KeysDoors level whole (lava gaps across every room), beside what the player sees of it."""
+    whole, _ = build_env("keys_doors", difficulty="hard", view="full").reset(seed=1)
+    seen, _ = build_env("keys_doors", difficulty="hard").reset(seed=1)
+    return side_by_side([*whole.images, *seen.images])
+
+
 #: file -> what draws it, for the pictures that are not a first observation
 OTHER_PICTURES: dict[str, Callable[[], Image.Image]] = {
     "zoom_search_zoom.png": zoom_search_zoom,
     "image_probe.png": image_probe_turns,
+    "keys_doors_hard.png": keys_doors_hard,
 }
 
 

@@ -23,6 +23,7 @@ from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.fog_maze import FogMazeConfig
 from vlm_envs.envs.frozen_lake import FrozenLakeConfig
 from vlm_envs.envs.jigsaw import JigsawConfig
+from vlm_envs.envs.keys_doors import KeysDoorsConfig
 from vlm_envs.envs.lights_out import LightsOutConfig
 from vlm_envs.envs.matchstick import MatchstickConfig
 from vlm_envs.envs.mental_rotation import MentalRotationConfig
@@ -40,6 +41,7 @@ CONFIGS = [
     FogMazeConfig,
     FrozenLakeConfig,
     JigsawConfig,
+    KeysDoorsConfig,
     LightsOutConfig,
     MatchstickConfig,
     MentalRotationConfig,

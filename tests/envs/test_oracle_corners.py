@@ -54,6 +54,16 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
     },
     "image_probe": {"questions": [1, 1000], "choices": [2, 6]},
     "jigsaw": {"n": [2, 4], "numbers": [False, True], "max_swaps_per_turn": [1, 100]},
+    "keys_doors": {
+        "rooms": [1, 5],
+        "room_size": [(2, 2), (8, 8), (2, 8)],
+        "distractors": [0, 4],
+        "lava": [0, 40],
+        "lava_gaps": [0, 5],
+        "view": ["full", "local"],
+        "view_size": [1, 9],
+        "max_actions_per_turn": [1, 100],
+    },
     "lights_out": {"n": [2, 8], "scramble_presses": [1, 64], "max_presses_per_turn": [1, 100]},
     "matchstick": {"digits": [1, 3], "operators": ["+", "+-"]},
     "mental_rotation": {
@@ -94,6 +104,17 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
 }
 #: Configs at the edges of joint bounds, which each knob alone at an end misses.
 EDGES: dict[str, list[dict[str, Any]]] = {
+    "keys_doors": [  # the largest level, at the fewest actions a turn that fit 1000 turns; the most colours
+        {
+            "rooms": 5,
+            "room_size": (8, 8),
+            "distractors": 0,
+            "lava": 40,
+            "lava_gaps": 5,
+            "max_actions_per_turn": 2,
+        },
+        {"rooms": 4, "room_size": (3, 3), "distractors": 2, "lava": 40, "view": "local", "view_size": 3},
+    ],
     "lights_out": [{"n": 8, "scramble_presses": 64}],  # the issue's: 8 turns were too few
     "minesweeper": [
         {"size": (16, 16), "mines": 64},

@@ -40,6 +40,11 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({"slippery": True, "difficulty": "hard"}, SEEDS),
         ({"max_actions_per_turn": 1}, SEEDS),
     ],
+    "keys_doors": [
+        ({}, SEEDS),
+        ({"difficulty": "hard"}, range(10)),
+        ({"difficulty": "easy", "max_actions_per_turn": 1}, SEEDS),
+    ],
     "lights_out": [({}, SEEDS), ({"difficulty": "easy"}, range(20)), ({"max_presses_per_turn": 1}, SEEDS)],
     "tower_of_hanoi": [
         ({}, SEEDS),

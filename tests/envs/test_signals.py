@@ -70,6 +70,7 @@ def test_different_seeds_give_different_states_and_keys(name):
     [
         ("fog_maze", {"view": "first_person"}),
         ("frozen_lake", {"map_name": "8x8", "slippery": True}),
+        ("keys_doors", {"difficulty": "hard"}),
         ("mental_rotation", {"mode": "mirror"}),
         ("jigsaw", {"n": 2}),
         ("geo3k", {"difficulty": "hard"}),
@@ -148,6 +149,7 @@ def test_what_the_model_cannot_see_is_part_of_the_state():
         ("sokoban", "optimal_moves", "max_actions_per_step"),
         ("fog_maze", "optimal_moves", "max_actions_per_turn"),
         ("frozen_lake", "optimal_moves", "max_actions_per_turn"),
+        ("keys_doors", "optimal_actions", "max_actions_per_turn"),
         ("lights_out", "optimal_presses", "max_presses_per_turn"),
         ("tower_of_hanoi", "optimal_moves", "max_moves_per_turn"),
         ("rush_hour", "optimal_moves", "max_actions_per_turn"),
@@ -168,6 +170,11 @@ def test_the_distance_is_the_optimal_actions_in_turns(name, optimal, per_turn, a
     [
         ("sokoban", {"level": "######\n#    #\n# $  #\n# @ .#\n######"}, ["<answer>Up</answer>"]),
         ("frozen_lake", {"map_name": "4x4"}, ["<answer>Down, Right</answer>"]),
+        (
+            "keys_doors",
+            {"rooms": 1, "room_size": (3, 3), "distractors": 0, "lava": 4},
+            ["<answer>Up</answer>"],
+        ),
         ("mental_rotation", {"mode": "mirror"}, ["<answer>same</answer>", "<answer>mirror</answer>"]),
         ("zoom_search", {}, ["The code is \\boxed{0000}."]),
         ("chart_calc", {}, ["The answer is \\boxed{-1}."]),

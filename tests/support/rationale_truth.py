@@ -14,6 +14,8 @@ from vlm_envs.envs.fog_maze.maze import can_move
 from vlm_envs.envs.fog_maze.oracle import shortest_actions
 from vlm_envs.envs.image_probe import COLORS
 from vlm_envs.envs.jigsaw.board import swap
+from vlm_envs.envs.keys_doors.solver import plan, solver_state
+from vlm_envs.envs.keys_doors.world import COLOURS, LAVA, OPEN, PICKUP, act
 from vlm_envs.envs.matchstick.equation import SEGMENTS
 from vlm_envs.envs.mental_rotation.shapes import ROTATIONS, TURNS, key, mirrored, oriented, turn
 from vlm_envs.envs.rush_hour.board import grid
@@ -140,6 +142,61 @@ def fog_maze(env: Any, reason: str, reply: str) -> None:
     assert ("The goal is not in view" in reason) == (not in_view), reason
     for count, side in re.findall(r"(\d+) cells? (up|down|left|right)", reason):
         assert {"up": -rows, "down": rows, "left": -cols, "right": cols}[side] == int(count), reason
+
+
+def keys_doors(env: Any, reason: str, reply: str) -> None:
+    ep, cfg = env._ep, env.config
+    level, state = ep.level, ep.state
+    names = ("Up", "Down", "Left", "Right", "Pickup", "Open")
+    steps = ((-1, 0), (1, 0), (0, -1), (0, 1))
+    carry = re.match(r"I carry (?:no key|the (.*?) keys?)\. ", reason)
+    assert carry, reason
+    held = [COLOURS[key.colour] for i, key in enumerate(level.keys) if state.held >> i & 1]
+    assert re.findall(r"[a-z]+", (carry.group(1) or "").replace(" and ", " ")) == held, reason
+    (r, c) = state.cell
+    lava = re.search(r"Lava is next to me: (.*?)\. ", reason)
+    near = {names[d] for d, (dr, dc) in enumerate(steps) if level.cells[r + dr][c + dc] == LAVA}
+    assert set(re.findall(_MOVES, lava.group(1)) if lava else ()) == near, reason
+    left = ep.table[solver_state(level, state)]
+    way = re.search(r"A shortest way takes (\d+) actions?; next: (.*)\.$", reason)
+    assert way and int(way.group(1)) == left, reason
+    assert way.group(2).split(", ") == _answer(reply).split(", "), reason
+    sub = re.search(
+        r"Next sub-goal: (pick up the (\w+) key|open the (\w+)[a-z ]* doors?|reach the goal), (.*?)\. ",
+        reason,
+    )
+    assert sub, reason
+    here = state  # where the shortest way does its first Pickup or Open
+    for action in plan(level, ep.table, state, left):
+        if action in (PICKUP, OPEN):
+            break
+        here, _ = act(level, here, action)
+    else:
+        action = None
+    if sub.group(2):
+        key = next(k for k in level.keys if COLOURS[k.colour] == sub.group(2))
+        assert action == PICKUP and key.cell == here.cell, reason
+        target = key.cell
+    elif sub.group(3):
+        i, door = next((i, d) for i, d in enumerate(level.doors) if COLOURS[d.colour] == sub.group(3))
+        assert action == OPEN and not state.opened >> i & 1 and state.held >> i & 1, reason
+        assert abs(door.cell[0] - here.cell[0]) + abs(door.cell[1] - here.cell[1]) == 1, reason
+        target = door.cell
+    else:
+        assert action is None, reason
+        target = level.goal
+    where = sub.group(4)
+    if where == "out of sight":
+        assert cfg.view == "local" and not ep.sight[target], reason
+        return
+    if cfg.view == "local":
+        assert ep.sight[target], reason
+    offsets = {side: int(n) for n, side in re.findall(r"(\d+) cells? (up|down|left|right)", where)}
+    rows, cols = target[0] - r, target[1] - c
+    assert offsets == {
+        k: v for k, v in {"up": -rows, "down": rows, "left": -cols, "right": cols}.items() if v > 0
+    }, reason
+    assert (where == "here under me") == (target == state.cell), reason
 
 
 def jigsaw(env: Any, reason: str, reply: str) -> None:
@@ -506,6 +563,7 @@ TRUTH: dict[str, Check] = {
     "chart_calc": chart_calc,
     "fog_maze": fog_maze,
     "jigsaw": jigsaw,
+    "keys_doors": keys_doors,
     "mental_rotation": mental_rotation,
     "frozen_lake": frozen_lake,
     "lights_out": lights_out,

@@ -1,8 +1,8 @@
 """FogMaze's views: the k x k cells around the player (image or text) and a raycast corridor view.
 
-Both views show only what the player can see now. The first-person view is a numpy raycaster over
-the block grid (one ray per image column, flat shading by wall side and distance), so its bytes
-depend only on the maze, the cell and the heading.
+Both views show only what the player can see now. The first-person view casts one ray per image
+column through the block grid (:func:`vlm_envs.envs.grid_view.cast_rays`) and shades each column flat by
+wall side and distance, so its bytes depend only on the maze, the cell and the heading.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from vlm_envs.envs.fog_maze.maze import DIRECTIONS, Cell
+from vlm_envs.envs.grid_view import cast_rays, window
 
 WALL, FLOOR, OUTSIDE = (60, 60, 72), (226, 220, 200), (20, 20, 24)
 PLAYER, GOAL = (40, 90, 220), (40, 170, 70)
@@ -36,20 +37,14 @@ def _goal_block(cell: Cell, goal: Cell, k: int) -> tuple[int, int] | None:
 def _window(walls: np.ndarray, cell: Cell, k: int) -> np.ndarray:
     """Block codes of the cells at most ``k`` rows and columns from ``cell`` and the walls around
     them: 0 floor, 1 wall, 2 outside the maze."""
-    size = 2 * _blocks(k) + 1
-    top, left = 2 * cell[0] + 1 - _blocks(k), 2 * cell[1] + 1 - _blocks(k)
-    out = np.full((size, size), 2, dtype=np.int8)
-    r0, c0 = max(top, 0), max(left, 0)
-    r1, c1 = min(top + size, walls.shape[0]), min(left + size, walls.shape[1])
-    out[r0 - top : r1 - top, c0 - left : c1 - left] = walls[r0:r1, c0:c1]
-    return out
+    return window(walls, (2 * cell[0] + 1, 2 * cell[1] + 1), _blocks(k), fill=2)
 
 
 def local_text(walls: np.ndarray, cell: Cell, goal: Cell, k: int) -> str:
     """The cells at most ``k`` away from the player as text: ``#`` wall, ``.`` floor, ``@`` you, ``G`` goal,
     blank outside the maze."""
-    window = _window(walls, cell, k)
-    chars = np.array([".", "#", " "])[window]
+    codes = _window(walls, cell, k)
+    chars = np.array([".", "#", " "])[codes]
     chars[_blocks(k), _blocks(k)] = "@"
     if (at := _goal_block(cell, goal, k)) is not None:
         chars[at] = "G"
@@ -58,12 +53,12 @@ def local_text(walls: np.ndarray, cell: Cell, goal: Cell, k: int) -> str:
 
 def local_image(walls: np.ndarray, cell: Cell, goal: Cell, k: int, cell_px: int) -> Image.Image:
     """The cells at most ``k`` away from the player: thin wall strips, you in blue, the goal green."""
-    window = _window(walls, cell, k)
+    codes = _window(walls, cell, k)
     wall_px = max(2, cell_px // WALL_RATIO)
     sizes = np.where(np.arange(2 * _blocks(k) + 1) % 2 == 0, wall_px, cell_px)
     edges = np.concatenate([[0], np.cumsum(sizes)])
     palette = np.array([FLOOR, WALL, OUTSIDE], dtype=np.uint8)
-    index = np.repeat(np.repeat(window, sizes, axis=0), sizes, axis=1)
+    index = np.repeat(np.repeat(codes, sizes, axis=0), sizes, axis=1)
     image = Image.fromarray(palette[index], "RGB")
     draw = ImageDraw.Draw(image)
     pad = cell_px // 5
@@ -86,35 +81,12 @@ def _cast(walls: np.ndarray, goal: Cell, cell: Cell, heading: int, columns: int)
     """Per column: perpendicular distance, side (0: x-side), goal hit, hit block; and the seen blocks."""
     dy, dx = DIRECTIONS[heading]
     ply, plx = dx * CAMERA_PLANE, -dy * CAMERA_PLANE  # the player's right hand, scaled
-    py, px = 2 * cell[0] + 1.5, 2 * cell[1] + 1.5
     cam = 2.0 * (np.arange(columns) + 0.5) / columns - 1.0
-    rdx, rdy = dx + plx * cam, dy + ply * cam
-    with np.errstate(divide="ignore"):
-        ddx, ddy = np.abs(1.0 / rdx), np.abs(1.0 / rdy)
-    mapx, mapy = np.full(columns, int(px)), np.full(columns, int(py))
-    stepx, stepy = np.where(rdx < 0, -1, 1), np.where(rdy < 0, -1, 1)
-    sidex = np.where(rdx < 0, px - mapx, mapx + 1.0 - px) * ddx
-    sidey = np.where(rdy < 0, py - mapy, mapy + 1.0 - py) * ddy
     solid = walls.copy()
     solid[2 * goal[0] + 1, 2 * goal[1] + 1] = True
-    seen = np.zeros(walls.shape, dtype=bool)
-    seen[int(py), int(px)] = True
-    hit = np.zeros(columns, dtype=bool)
-    side = np.zeros(columns, dtype=np.int8)
-    while not hit.all():
-        active = ~hit
-        along_x = active & (sidex < sidey)
-        along_y = active & ~along_x
-        sidex = np.where(along_x, sidex + ddx, sidex)
-        mapx = np.where(along_x, mapx + stepx, mapx)
-        sidey = np.where(along_y, sidey + ddy, sidey)
-        mapy = np.where(along_y, mapy + stepy, mapy)
-        side = np.where(along_x, 0, np.where(along_y, 1, side)).astype(np.int8)
-        seen[mapy[active], mapx[active]] = True
-        hit |= solid[mapy, mapx]
-    dist = np.where(side == 0, sidex - ddx, sidey - ddy)
-    is_goal = (mapy == 2 * goal[0] + 1) & (mapx == 2 * goal[1] + 1)
-    return dist, side, is_goal, mapy * walls.shape[1] + mapx, seen
+    hits = cast_rays(solid, 2 * cell[0] + 1.5, 2 * cell[1] + 1.5, dy + ply * cam, dx + plx * cam)
+    is_goal = (hits.rows == 2 * goal[0] + 1) & (hits.cols == 2 * goal[1] + 1)
+    return hits.distance, hits.side, is_goal, hits.rows * walls.shape[1] + hits.cols, hits.seen
 
 
 def first_person(
