@@ -10,6 +10,7 @@ from pydantic import Field
 from vlm_envs import build_env
 from vlm_envs.envs.chart_calc import ChartCalcConfig
 from vlm_envs.envs.clock import ClockConfig
+from vlm_envs.envs.connect_four import ConnectFourConfig
 from vlm_envs.envs.config import (
     MAX_IMAGE_SIDE,
     EnvConfig,
@@ -37,6 +38,7 @@ from vlm_envs.registry import get_spec
 CONFIGS = [
     ChartCalcConfig,
     ClockConfig,
+    ConnectFourConfig,
     FogMazeConfig,
     FrozenLakeConfig,
     JigsawConfig,
