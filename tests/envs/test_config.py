@@ -10,7 +10,6 @@ from pydantic import Field
 from vlm_envs import build_env
 from vlm_envs.envs.chart_calc import ChartCalcConfig
 from vlm_envs.envs.clock import ClockConfig
-from vlm_envs.envs.connect_four import ConnectFourConfig
 from vlm_envs.envs.config import (
     MAX_IMAGE_SIDE,
     EnvConfig,
@@ -20,6 +19,7 @@ from vlm_envs.envs.config import (
     overridden,
     turn_cap,
 )
+from vlm_envs.envs.connect_four import ConnectFourConfig
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.fog_maze import FogMazeConfig
 from vlm_envs.envs.frozen_lake import FrozenLakeConfig

@@ -38,6 +38,7 @@ _ENDINGS: dict[Result, str] = {
     "lost": "The engine made four in a row: you lost.",
     "drawn": "The board is full: a draw.",
 }
+_RESULT_WORDS: dict[Result, str] = {"won": "you won", "lost": "the engine won", "drawn": "a draw"}
 
 
 @dataclasses.dataclass
@@ -233,7 +234,7 @@ class ConnectFourEnv(BoardEnv[ConnectFourConfig, _Episode]):
     def _status(self) -> str:
         ep = self._episode()
         left = self.config.turn_limit - ep.turns
-        return f"Game over. Turns left: {left}." if ep.done else f"Your move. Turns left: {left}."
+        return f"Turns left: {left}." if ep.done else f"Your move. Turns left: {left}."
 
     def _instructions(self, you_first: bool, opening: tuple[int, ...]) -> str:
         cfg = self.config
@@ -271,6 +272,3 @@ class ConnectFourEnv(BoardEnv[ConnectFourConfig, _Episode]):
         if ending is None and truncated:
             ending = "The episode is over: no turns are left."
         return self._turn_header(error, "No stone was dropped this turn.", text, ending)
-
-
-_RESULT_WORDS: dict[Result, str] = {"won": "you won", "lost": "the engine won", "drawn": "a draw"}
