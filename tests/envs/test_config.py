@@ -19,6 +19,7 @@ from vlm_envs.envs.config import (
     overridden,
     turn_cap,
 )
+from vlm_envs.envs.connect_four import ConnectFourConfig
 from vlm_envs.envs.episodic import EpisodicEnv
 from vlm_envs.envs.fog_maze import FogMazeConfig
 from vlm_envs.envs.frozen_lake import FrozenLakeConfig
@@ -38,6 +39,7 @@ from vlm_envs.registry import get_spec
 CONFIGS = [
     ChartCalcConfig,
     ClockConfig,
+    ConnectFourConfig,
     FogMazeConfig,
     FrozenLakeConfig,
     JigsawConfig,

@@ -52,6 +52,13 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
         "success_rate": [0.0, 1.0],
         "max_actions_per_turn": [1, 100],
     },
+    "connect_four": {
+        "rows": [4, 8],
+        "cols": [4, 9],
+        "engine_depth": [1, 6],
+        "min_win": [1, 4],
+        "max_win": [1, 4],
+    },
     "image_probe": {"questions": [1, 1000], "choices": [2, 6]},
     "jigsaw": {"n": [2, 4], "numbers": [False, True], "max_swaps_per_turn": [1, 100]},
     "keys_doors": {
@@ -104,6 +111,11 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
 }
 #: Configs at the edges of joint bounds, which each knob alone at an end misses.
 EDGES: dict[str, list[dict[str, Any]]] = {
+    "connect_four": [  # each depth's longest win the generator proves: (depth + 3) // 2 moves
+        {"engine_depth": 1, "min_win": 2, "max_win": 2},
+        {"engine_depth": 3, "min_win": 3, "max_win": 3},
+        {"rows": 8, "cols": 9, "engine_depth": 5, "min_win": 4, "max_win": 4},
+    ],
     "keys_doors": [  # the largest level, at the fewest actions a turn that fit 1000 turns; the most colours
         {
             "rooms": 5,
@@ -195,6 +207,7 @@ def test_the_int_ends_are_the_config_bounds(name: str) -> None:
         ("fog_maze", {"size": (40, 40), "max_actions_per_turn": 1}, "can need 1599 turns, over the 1000"),
         ("sokoban", {"grid_size": (30, 30), "num_boxes": 12}, "less than or equal to 4"),
         ("sokoban", {"grid_size": (30, 30), "num_boxes": 3}, "3 box(es) allow at most 53"),
+        ("connect_four", {"engine_depth": 2, "max_win": 3}, "past the horizon of an engine of depth 2"),
     ],
 )
 def test_configs_no_turn_cap_or_solver_lets_the_oracle_win_are_refused(

@@ -556,6 +556,117 @@ def matchstick(env: Any, reason: str, reply: str) -> None:
     assert named == changed, reason
 
 
+def _c4_columns(env: Any) -> tuple[tuple[str, ...], int]:
+    """The board of the state text as columns of marks bottom to top (``X`` yours, ``O`` the engine's), and
+    its rows."""
+    lines = [line.split()[1:] for line in env.state_text().splitlines() if line.split()[:1] != []]
+    grid = [row for row in lines if row and set(row) <= {"X", "O", "."}]
+    rows = len(grid)
+    return tuple(
+        "".join(grid[rows - 1 - r][c] for r in range(rows)).rstrip(".") for c in range(len(grid[0]))
+    ), rows
+
+
+def _c4_four_at(cols: tuple[str, ...], col: int, row: int, mark: str) -> list[tuple[int, int]]:
+    """A line of four ``mark`` through (col, row) (rows from 0 at the bottom), else []."""
+
+    def at(c: int, r: int) -> str:
+        return cols[c][r] if 0 <= c < len(cols) and 0 <= r < len(cols[c]) else ""
+
+    for dc, dr in ((1, 0), (0, 1), (1, 1), (1, -1)):
+        run = [(col, row)]
+        for sign in (1, -1):
+            c, r = col + sign * dc, row + sign * dr
+            while at(c, r) == mark:
+                run.append((c, r))
+                c, r = c + sign * dc, r + sign * dr
+        if len(run) >= 4:
+            return sorted(run)
+    return []
+
+
+def _c4_drop(cols: tuple[str, ...], col: int, mark: str) -> tuple[str, ...]:
+    return (*cols[:col], cols[col] + mark, *cols[col + 1 :])
+
+
+def _c4_forced(cols: tuple[str, ...], rows: int, moves: int, memo: dict) -> bool:
+    """Whether X, to move, makes four within ``moves`` of its moves whatever O replies (plain minimax)."""
+    key = (cols, moves)
+    if key not in memo:
+        memo[key] = any(
+            _c4_forces(cols, rows, col, moves, memo) for col in range(len(cols)) if len(cols[col]) < rows
+        )
+    return memo[key]
+
+
+def _c4_forces(cols: tuple[str, ...], rows: int, col: int, moves: int, memo: dict) -> bool:
+    """Whether X dropping into ``col`` wins within ``moves`` (this one included) whatever O replies."""
+    after = _c4_drop(cols, col, "X")
+    if _c4_four_at(after, col, len(after[col]) - 1, "X"):
+        return True
+    replies = [c for c in range(len(after)) if len(after[c]) < rows]
+    if moves <= 1 or not replies:
+        return False
+    for reply in replies:
+        answered = _c4_drop(after, reply, "O")
+        if _c4_four_at(answered, reply, len(answered[reply]) - 1, "O"):
+            return False
+        if not _c4_forced(answered, rows, moves - 1, memo):
+            return False
+    return True
+
+
+def _c4_line(where: str) -> list[tuple[int, int]]:
+    """The cells (column, row, from 1) a rationale's words name: across, up or diagonally."""
+    across = re.fullmatch(r"across row (\d+), columns (\d+) to (\d+)", where)
+    if across:
+        r, c0, c1 = map(int, across.groups())
+        return [(c, r) for c in range(c0, c1 + 1)]
+    up = re.fullmatch(r"up column (\d+), rows (\d+) to (\d+)", where)
+    if up:
+        c, r0, r1 = map(int, up.groups())
+        return [(c, r) for r in range(r0, r1 + 1)]
+    diagonal = re.fullmatch(r"diagonally from column (\d+) row (\d+) to column (\d+) row (\d+)", where)
+    assert diagonal, where
+    c0, r0, c1, r1 = map(int, diagonal.groups())
+    return [(c0 + k, r0 + k * (1 if r1 > r0 else -1)) for k in range(c1 - c0 + 1)]
+
+
+def connect_four(env: Any, reason: str, reply: str) -> None:
+    cols, rows = _c4_columns(env)
+    col = int(_answer(reply)) - 1
+    after = _c4_drop(cols, col, "X")
+    row = len(after[col]) - 1
+    now = re.fullmatch(r"Column (\d+) makes four in a row (.*): I win now\.", reason)
+    if now:
+        named = _c4_line(now.group(2))
+        assert int(now.group(1)) == col + 1 and len(named) == 4 and (col + 1, row + 1) in named, reason
+        assert all(after[c - 1][r - 1 : r] == "X" for c, r in named), reason
+        return
+    legal = [c for c in range(len(cols)) if len(cols[c]) < rows]
+    blocked = re.match(r"The engine would make four at column (\d+) row (\d+) next, so I block it\. ", reason)
+    if blocked:
+        assert (int(blocked.group(1)), int(blocked.group(2))) == (col + 1, row + 1), reason
+        assert _c4_four_at(_c4_drop(cols, col, "O"), col, row, "O"), reason
+    else:
+        assert reason.startswith("No column wins at once. "), reason
+    assert not any(_c4_four_at(_c4_drop(cols, c, "X"), c, len(cols[c]), "X") for c in legal), reason
+    wins = re.search(
+        r"Column (\d+) wins in (\d+) of my moves whatever the engine replies, and no column wins sooner\.",
+        reason,
+    )
+    assert wins and int(wins.group(1)) == col + 1, reason
+    moves, memo = int(wins.group(2)), {}
+    assert _c4_forces(cols, rows, col, moves, memo), reason  # the column wins that fast against any defence
+    assert not _c4_forced(cols, rows, moves - 1, memo), reason  # and nothing wins faster
+    threats = re.search(r"It threatens four at (.*)\.$", reason)
+    for c, r in re.findall(r"column (\d+) row (\d+)", threats.group(1) if threats else ""):
+        c, r = int(c) - 1, int(r) - 1
+        assert len(after[c]) <= r, reason  # an empty cell
+        filled = (*after[:c], after[c].ljust(r, ".") + "X", *after[c + 1 :])
+        assert _c4_four_at(filled, c, r, "X"), reason  # where a stone of mine makes four
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -574,4 +685,5 @@ TRUTH: dict[str, Check] = {
     "rush_hour": rush_hour,
     "matchstick": matchstick,
     "image_probe": image_probe,
+    "connect_four": connect_four,
 }
