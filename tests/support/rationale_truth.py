@@ -519,7 +519,7 @@ def clutter_count(env: Any, reason: str, reply: str) -> None:
     if "<tool_call>" not in reply:
         assert f"\\boxed{{{len(targets)}}}" in reply, reply
         marked = {int(scene.owner[y, x]) for x, y in ep.marks}
-        assert ("carries a mark" in reason) == set(targets) <= marked, reason
+        assert ("carries a mark" in reason) == (set(targets) <= marked), reason
         return
     points = json.loads(reply[reply.index("<tool_call>") + 11 : reply.index("</tool_call>")])["arguments"][
         "points"

@@ -173,13 +173,12 @@ class ClutterCountEnv(EpisodicEnv[ClutterCountConfig, _Episode]):
         ep.done = ep.answered = True
         ep.answer = read_count(response_text)
         number = ep.answer.strip() if ep.answer is not None else ""
-        ep.success = _WHOLE.fullmatch(number) is not None and int(number.rstrip(".")) == ep.scene.count
+        whole = _WHOLE.fullmatch(number) is not None
+        ep.success = whole and int(number.rstrip(".")) == ep.scene.count
         if ep.answer is None:
             given = "missing (no \\boxed{} answer)"
-        elif _WHOLE.fullmatch(number) is None:
-            given = f"'{clip(ep.answer)}' is not a whole number, so it is"
         else:
-            given = f"'{clip(number)}'"
+            given = f"'{clip(number)}'" + ("" if whole else " (not a whole number)")
         text = f"Final answer {given}: {'correct' if ep.success else 'not correct'}. The episode is over."
         return Observation(text=text), True, self._info(terminated=True, info={"final_answer": ep.answer})
 
@@ -211,7 +210,7 @@ class ClutterCountEnv(EpisodicEnv[ClutterCountConfig, _Episode]):
         the final answer's verdict."""
         scene = ep.scene
         objects = "\n".join(
-            f"{i}. {p.color} {p.kind} at ({p.x}, {p.y}), radius {p.radius}, turned {p.angle}, "
+            f"{i}. {p.color} {p.kind} at ({p.x}, {p.y}), radius {p.radius}, turned {p.angle} degrees, "
             f"{scene.visible[i]} of {scene.area[i]} px visible"
             for i, p in enumerate(scene.pieces)
         )

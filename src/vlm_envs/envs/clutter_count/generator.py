@@ -12,6 +12,7 @@ pixel is always its own: the reference player marks there.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -56,7 +57,7 @@ class Scene:
     #: Whether the scene is the side-by-side layout (every attempt at clutter failed).
     fallback: bool = False
 
-    @property
+    @functools.cached_property
     def targets(self) -> tuple[int, ...]:
         """The indices of the objects the question counts."""
         return tuple(i for i, p in enumerate(self.pieces) if (p.color, p.kind) == (self.color, self.kind))
