@@ -1,5 +1,6 @@
 """Write the pictures of README.md and docs/envs.md under docs/: each env's first observation (its
-images side by side), ZoomSearch's oracle zoom and the images of every turn of an ImageProbe episode.
+images side by side), ZoomSearch's oracle zoom, ClutterCount's oracle marks and the images of every turn
+of an ImageProbe episode.
 Run from the repository root: ``.venv/bin/python docs/make_pictures.py [NAME.png ...]`` (the names
 given, else all)."""
 
@@ -36,6 +37,7 @@ FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | N
     "rush_hour.png": ("rush_hour", {}, 1, None),
     "matchstick.png": ("matchstick", {"difficulty": "hard"}, 3, None),
     "connect_four.png": ("connect_four", {"difficulty": "hard"}, 2, None),
+    "clutter_count.png": ("clutter_count", {"difficulty": "hard"}, 1, None),
 }
 
 
@@ -63,6 +65,14 @@ def zoom_search_zoom() -> Image.Image:
     return crop.images[0]
 
 
+def clutter_count_marks() -> Image.Image:
+    """The image ClutterCount's oracle marks answer with (hard preset, the first picture's seed)."""
+    env = build_env("clutter_count", difficulty="hard")
+    env.reset(seed=1)
+    marked, _, _ = env.step(env.oracle_response())
+    return marked.images[0]
+
+
 def image_probe_turns() -> Image.Image:
     """The image of every turn of one ImageProbe episode (hard preset, oracle play), side by side."""
     env = build_env("image_probe", difficulty="hard", image_size=96)
@@ -86,6 +96,7 @@ OTHER_PICTURES: dict[str, Callable[[], Image.Image]] = {
     "zoom_search_zoom.png": zoom_search_zoom,
     "image_probe.png": image_probe_turns,
     "keys_doors_hard.png": keys_doors_hard,
+    "clutter_count_marks.png": clutter_count_marks,
 }
 
 

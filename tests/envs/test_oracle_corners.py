@@ -103,6 +103,25 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
         "min_moves": [1, 1023],
         "max_moves_per_turn": [1, 100],
     },
+    "clutter_count": {
+        "image_size": [224, 896],
+        "objects": [(4, 6), (60, 80)],
+        "targets": [(1, 1), (12, 20)],
+        "radius": [(8, 8), (20, 28)],
+        "kinds": [
+            ("circle", "square"),
+            ("circle", "square", "triangle", "star", "diamond", "hexagon", "cross"),
+        ],
+        "colors": [
+            ("red", "orange"),
+            ("red", "orange", "pink", "yellow", "green", "teal", "blue", "purple", "brown", "grey"),
+        ],
+        "rotate": [False, True],
+        "overlap": [0.0, 1.0],
+        "min_visible": [0.2, 1.0],
+        "max_mark_calls": [0, 1000],
+        "coords": ["pixels", "relative1000"],
+    },
     "zoom_search": {
         "code_length": [3, 6],
         "max_zooms": [0, 1000],
@@ -140,6 +159,12 @@ EDGES: dict[str, list[dict[str, Any]]] = {
         {"grid_size": (64, 64), "num_boxes": 2, "wall_fraction": 0.9},
     ],
     "tower_of_hanoi": [{"disks": 10, "max_moves_per_turn": 2}],
+    "clutter_count": [  # the most objects each picture side fits; the largest shapes; no spare marks
+        {"image_size": 224, "radius": (8, 8), "objects": (81, 81), "targets": (79, 79)},
+        {"image_size": 896, "radius": (8, 8), "objects": (250, 250), "targets": (100, 100), "overlap": 1.0},
+        {"image_size": 896, "radius": (112, 112), "objects": (4, 9), "targets": (1, 2), "rotate": True},
+        {"difficulty": "hard", "max_marks": 14, "min_visible": 0.2},
+    ],
     "zoom_search": [  # the smallest canvas; the largest at each scale end, as full as it fits
         {"canvas": 448, "view": 224, "glyph_px": 8, "distractors": 0},
         {"canvas": 8064, "view": 4032, "glyph_px": 8, "distractors": 783},

@@ -61,6 +61,11 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
     "rush_hour": [({}, SEEDS), ({"max_actions_per_turn": 1}, SEEDS)],
     "matchstick": [({}, range(20)), ({"difficulty": "hard"}, range(20))],
     "connect_four": [({}, SEEDS), ({"difficulty": "easy"}, range(10)), ({"difficulty": "hard"}, SEEDS)],
+    "clutter_count": [
+        ({}, SEEDS),
+        ({"difficulty": "hard", "coords": "relative1000"}, SEEDS),
+        ({"max_mark_calls": 0}, SEEDS),
+    ],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)
 _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)

@@ -77,6 +77,8 @@ def test_different_seeds_give_different_states_and_keys(name):
         ("zoom_search", {"max_zooms": 0}),
         ("chart_calc", {"max_turns": 1}),
         ("sliding_puzzle", {"n": 4}),
+        ("clutter_count", {"max_mark_calls": 0}),
+        ("clutter_count", {"difficulty": "hard", "coords": "relative1000"}),
     ],
 )
 def test_the_other_modes_pass_the_state_signals_check(name, config):
@@ -179,6 +181,7 @@ def test_the_distance_is_the_optimal_actions_in_turns(name, optimal, per_turn, a
         ("zoom_search", {}, ["The code is \\boxed{0000}."]),
         ("chart_calc", {}, ["The answer is \\boxed{-1}."]),
         ("geo3k", {}, ["The answer is \\boxed{-1}."]),
+        ("clutter_count", {}, ["There are \\boxed{0}.", "<answer>1</answer>"]),
         ("image_probe", {}, ["<answer>A</answer>", "<answer>B</answer>"]),
     ],
 )
@@ -201,7 +204,7 @@ def test_a_wrong_answer_that_may_be_retried_leaves_one_turn_to_go(name):
     assert env.distance_to_goal() == 0
 
 
-@pytest.mark.parametrize("name", ["zoom_search", "chart_calc", "geo3k"])
+@pytest.mark.parametrize("name", ["zoom_search", "chart_calc", "geo3k", "clutter_count"])
 def test_a_tool_env_counts_the_tool_turn_until_the_tool_has_shown_what_the_answer_needs(name):
     env = build_env(name)
     env.reset(seed=0)

@@ -9,7 +9,10 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from vlm_envs.envs.chart_calc.calc import evaluate
+from vlm_envs.envs.clutter_count.shapes import shape_masks
 from vlm_envs.envs.fog_maze.maze import can_move
 from vlm_envs.envs.fog_maze.oracle import shortest_actions
 from vlm_envs.envs.image_probe import COLORS
@@ -667,6 +670,38 @@ def connect_four(env: Any, reason: str, reply: str) -> None:
         assert _c4_four_at(filled, c, r, "X"), reason  # where a stone of mine makes four
 
 
+def clutter_count(env: Any, reason: str, reply: str) -> None:
+    ep = env._ep
+    scene = ep.scene
+    plural = f"{scene.kind}es" if scene.kind.endswith("s") else f"{scene.kind}s"
+    targets = [i for i, p in enumerate(scene.pieces) if (p.color, p.kind) == (scene.color, scene.kind)]
+    shown = np.bincount(scene.owner[scene.owner >= 0], minlength=len(scene.pieces))
+    hidden = sum(
+        int(shown[i])
+        < int(shape_masks(scene.pieces[i].kind, scene.pieces[i].radius, scene.pieces[i].angle).mask.sum())
+        for i in targets
+    )
+    assert int(re.search(r"\d+", reason).group()) == len(targets), reason  # the first number is the count
+    assert f"{len(targets)} {scene.color} {plural}" in reason, reason
+    assert (f"{hidden} of them partly hidden" if hidden else "none of them hidden") in reason, reason
+    if "<tool_call>" not in reply:
+        assert f"\\boxed{{{len(targets)}}}" in reply, reply
+        marked = {int(scene.owner[y, x]) for x, y in ep.marks}
+        assert ("carries a mark" in reason) == (set(targets) <= marked), reason
+        return
+    points = json.loads(reply[reply.index("<tool_call>") + 11 : reply.index("</tool_call>")])["arguments"][
+        "points"
+    ]
+    limit = 1000 if env.config.coords == "relative1000" else env.config.image_size
+    size = env.config.image_size
+    owners = [
+        int(scene.owner[min(size - 1, y * size // limit), min(size - 1, x * size // limit)])
+        for x, y in points
+    ]
+    unmarked = [i for i in targets if i not in {int(scene.owner[y, x]) for x, y in ep.marks}]
+    assert sorted(owners) == unmarked and "I mark the centre" in reason, (reason, reply)
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -686,4 +721,5 @@ TRUTH: dict[str, Check] = {
     "matchstick": matchstick,
     "image_probe": image_probe,
     "connect_four": connect_four,
+    "clutter_count": clutter_count,
 }
