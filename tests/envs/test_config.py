@@ -20,6 +20,7 @@ from vlm_envs.envs.config import (
     turn_cap,
 )
 from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.falling_blocks import FallingBlocksConfig
 from vlm_envs.envs.fog_maze import FogMazeConfig
 from vlm_envs.envs.frozen_lake import FrozenLakeConfig
 from vlm_envs.envs.jigsaw import JigsawConfig
@@ -37,6 +38,7 @@ from vlm_envs.registry import get_spec
 CONFIGS = [
     ChartCalcConfig,
     ClockConfig,
+    FallingBlocksConfig,
     FogMazeConfig,
     FrozenLakeConfig,
     JigsawConfig,

@@ -173,11 +173,13 @@ class FallingBlocksEnv(BoardEnv[FallingBlocksConfig, _Episode]):
         ep = self._unfinished()
         if ep is None:
             return None
-        plan = self.plan() or ep.fallbacks.get(ep.state)
+        plan = self.plan()
+        fewest = plan is not None
+        plan = plan or ep.fallbacks.get(ep.state)
         if not plan:
             return None
         cfg = self.config
-        return rationale.explain(ep.board, ep.coming[0], ep.lines_left, plan, cfg.width, cfg.height)
+        return rationale.explain(ep.board, ep.coming[0], ep.lines_left, plan, fewest, cfg.width, cfg.height)
 
     def random_response(self, rng: random.Random) -> str:
         """A drop of the current piece at a random rotation and a random column it fits."""

@@ -1,11 +1,11 @@
 """Levels: garbage rows, a seeded piece sequence, and a plan of the fewest placements that wins.
 
 A level is built around its plan. The sequence is drawn in bags of the seven pieces; then, for each of the
-first pieces in turn, a placement is drawn among those whose bottom row can close a gap of its own shape
-in the top garbage row (the piece must come to rest in it, under nothing the earlier pieces left), and that
-gap is cut from the row; the row clears and the next garbage row is next. Each gap is cut off the columns
-of the gap above it, so the rows are cleared in order from the top. Garbage rows under those the plan
-clears get gaps of random pieces' bottom rows the same way. The plan is then replayed on the level.
+first pieces in turn, a placement is drawn among those that clear a line: those whose bottom row can close
+a gap of its own shape in the top garbage row (the piece must come to rest in it, under nothing the earlier
+pieces left; the gap is then cut from the row, off the columns of the gap above it, so the rows clear in
+order from the top), and those that fill a row of what earlier pieces left. Garbage rows under those the
+plan clears get gaps of random pieces' bottom rows. The plan is then replayed on the level.
 
 A plan is the fewest placements when the solver's lower bound says as many (a row can clear only after the
 one above it, so the top ``lines`` rows take ``lines`` placements): nearly always; otherwise the solver
@@ -21,18 +21,16 @@ from functools import lru_cache
 
 import numpy as np
 
-from vlm_envs.envs.falling_blocks.pieces import bag_sequence, distinct_rotations, shape
+from vlm_envs.envs.falling_blocks.pieces import PIECES, ROTATIONS, bag_sequence, distinct_rotations, shape
 from vlm_envs.envs.falling_blocks.solver import Placement, Solver, fewest_placements_bound
 from vlm_envs.envs.falling_blocks.well import Board, column_heights, drop
 
 #: Mixed into every level's random draws.
 SALT = 0xB10C5
 #: Levels drawn per seed before the first is kept without a proof that its plan is the fewest.
-MAX_ATTEMPTS = 8
+MAX_ATTEMPTS = 20
 #: Drops the solver may try to show a level's plan the fewest, where the lower bound does not.
-GENERATION_NODES = 3_000
-#: Columns more than the fewest a drawn placement may leave covered over the next garbage row.
-SLACK = 0
+GENERATION_NODES = 2_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,27 +100,10 @@ def _clearing_placements(
     return out
 
 
-def _covered(rows: Board) -> int:
-    """The columns that hold a cell in ``rows``."""
-    mask = 0
-    for row in rows:
-        mask |= row
-    return mask
-
-
-def _pick(
-    options: list[tuple[Placement, int, int, Board]], rng: np.random.Generator
-) -> tuple[Placement, int, int, Board]:
-    """A random one of the placements that leave the fewest columns covered over the next garbage row."""
-    least = min(_covered(option[3]).bit_count() for option in options)
-    best = [option for option in options if _covered(option[3]).bit_count() <= least + SLACK]
-    return best[int(rng.integers(len(best)))]
-
-
 def _gap(width: int, avoid: int, rng: np.random.Generator) -> int:
     """A gap of a random piece's bottom row (a random rotation and column), off the columns ``avoid``."""
     while True:
-        turned = shape(bag_sequence(1, rng), int(rng.integers(4)))
+        turned = shape(PIECES[int(rng.integers(len(PIECES)))], int(rng.integers(ROTATIONS)))
         gap = turned.shifted[int(rng.integers(width - turned.width + 1))][0]
         if not gap & avoid and gap != (1 << width) - 1:
             return gap
@@ -146,7 +127,7 @@ def _attempt(spec: LevelSpec, seed: int, attempt: int) -> tuple[Board, str, tupl
         options += _clearing_placements(piece, width, below + 1, spec.depth, above)
         if not options:
             return None
-        placement, gap, lines, above = _pick(options, rng)
+        placement, gap, lines, above = options[int(rng.integers(len(options)))]
         cleared += lines  # the gap's row (where it cut one), and perhaps rows of what earlier pieces left
         plan.append(placement)
         if gap:

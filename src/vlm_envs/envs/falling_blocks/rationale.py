@@ -14,8 +14,11 @@ def rows_named(first: int, count: int) -> str:
     return f"row {first + 1}" if count == 1 else f"rows {first + 1} to {first + count}"
 
 
-def explain(board: Board, piece: str, lines: int, plan: tuple[Placement, ...], width: int, depth: int) -> str:
-    """Why the first placement of ``plan`` (the fewest that clear ``lines`` lines) comes now."""
+def explain(
+    board: Board, piece: str, lines: int, plan: tuple[Placement, ...], fewest: bool, width: int, depth: int
+) -> str:
+    """Why the first placement of ``plan`` (which clears ``lines`` lines; the fewest that do where
+    ``fewest``) comes now."""
     rotation, column = plan[0]
     turned = shape(piece, rotation)
     result = drop(board, turned, column, width, depth, column_heights(board, width))
@@ -25,9 +28,10 @@ def explain(board: Board, piece: str, lines: int, plan: tuple[Placement, ...], w
         merged[result.row + i] |= mask
     cleared = [result.row + i for i in range(turned.height) if merged[result.row + i] == full]
     clears = "clears no line" if not cleared else f"clears {', '.join(rows_named(r, 1) for r in cleared)}"
+    them = "it" if lines == 1 else "them"
+    how = "the fewest placements" if fewest else "the placements of my plan"
     return (
-        f"{counted(lines, 'line')} to clear; the fewest placements that clear "
-        f"{'it' if lines == 1 else 'them'} with the pieces to come: {len(plan)}. Now the {piece} at rotate "
-        f"{rotation}, column {column + 1}: it comes to rest on {rows_named(result.row, turned.height)} "
-        f"and {clears}."
+        f"{counted(lines, 'line')} to clear; {how} that clear {them} with the pieces to come: {len(plan)}. "
+        f"Now the {piece} at rotate {rotation}, column {column + 1}: it comes to rest on "
+        f"{rows_named(result.row, turned.height)} and {clears}."
     )

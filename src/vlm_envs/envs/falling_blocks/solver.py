@@ -24,7 +24,7 @@ from vlm_envs.envs.falling_blocks.well import Board, column_heights, drop
 #: Cells a piece fills.
 CELLS_PER_PIECE = 4
 #: The most positions the search keeps in its table of positions that need more placements.
-MAX_TABLE = 400_000
+MAX_TABLE = 100_000
 
 #: A placement: (rotation, column of the leftmost cell), both from 0.
 Placement = tuple[int, int]
