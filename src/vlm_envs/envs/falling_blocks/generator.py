@@ -138,7 +138,7 @@ def _attempt(spec: LevelSpec, seed: int, attempt: int) -> tuple[Board, str, tupl
     return board, sequence, tuple(plan)
 
 
-def replayed(board: Board, sequence: str, plan: tuple[Placement, ...], spec: LevelSpec) -> int:
+def _replayed(board: Board, sequence: str, plan: tuple[Placement, ...], spec: LevelSpec) -> int:
     """The lines ``plan`` clears from ``board`` (0 where a piece tops out or leaves the well)."""
     cleared = 0
     for index, (rotation, column) in enumerate(plan):
@@ -162,7 +162,7 @@ def generate_level(spec: LevelSpec, seed: int) -> Level:
         if drawn is None:
             continue
         board, sequence, plan = drawn
-        if replayed(board, sequence, plan, spec) < spec.lines:
+        if _replayed(board, sequence, plan, spec) < spec.lines:
             continue
         if fewest_placements_bound(board, spec.lines, spec.width) == len(plan):
             return Level(board, sequence, plan, True, attempt)

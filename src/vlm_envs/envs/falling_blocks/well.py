@@ -44,11 +44,6 @@ def column_heights(board: Board, width: int) -> list[int]:
     return heights
 
 
-def landing_row(heights: list[int], piece: Shape, column: int) -> int:
-    """The row the bottom of ``piece`` comes to rest on when dropped with its leftmost cell at ``column``."""
-    return max(map(sub, heights[column : column + piece.width], piece.bottoms))
-
-
 def drop(board: Board, piece: Shape, column: int, width: int, depth: int, heights: list[int]) -> Drop:
     """``piece`` dropped with its leftmost cell at ``column`` (it must fit the ``width``) into a well
     ``depth`` rows deep whose column heights are ``heights``."""
@@ -65,8 +60,3 @@ def drop(board: Board, piece: Shape, column: int, width: int, depth: int, height
         return Drop(board[:y] + merged + board[top:], 0, y, False)
     kept = tuple(row for row in merged if row != full)
     return Drop(board[:y] + kept + board[top:], len(merged) - len(kept), y, False)
-
-
-def fits(piece: Shape, column: int, width: int) -> bool:
-    """Whether ``piece`` with its leftmost cell at ``column`` lies inside a well ``width`` columns wide."""
-    return 0 <= column <= width - piece.width
