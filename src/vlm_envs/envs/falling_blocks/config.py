@@ -38,7 +38,7 @@ class FallingBlocksConfig(RenderedConfig):
     #: ``None``: one turn a piece (``pieces``).
     max_turns: TurnCap | None = None
     #: Pixels a side of a cell of the well.
-    cell_size: int = Field(28, ge=12, le=64)
+    cell_size: int = Field(28, ge=16, le=64)
 
     @model_validator(mode="after")
     def _check(self) -> FallingBlocksConfig:

@@ -278,11 +278,12 @@ class FallingBlocksEnv(BoardEnv[FallingBlocksConfig, _Episode]):
             f"Columns are numbered 1 to {cfg.width} from the left, rows 1 to {cfg.height} from the bottom; "
             "the column you name is that of the rotated piece's leftmost cell.",
         ]
+        following = {0: "", 1: " and the next piece"}.get(cfg.preview, f" and the next {cfg.preview} pieces")
         return self._rules_header(
             rules,
             image_legend=(
                 "In the image: grey squares are filled cells; on the right, the current piece in its four "
-                "rotations and the next pieces."
+                f"rotations{following}."
             ),
             text_legend=(
                 "In the text well: # is a filled cell, . an empty one; the current piece's rotations "
