@@ -21,6 +21,7 @@ from vlm_envs.envs.config import (
 )
 from vlm_envs.envs.connect_four import ConnectFourConfig
 from vlm_envs.envs.episodic import EpisodicEnv
+from vlm_envs.envs.falling_blocks import FallingBlocksConfig
 from vlm_envs.envs.fog_maze import FogMazeConfig
 from vlm_envs.envs.frozen_lake import FrozenLakeConfig
 from vlm_envs.envs.jigsaw import JigsawConfig
@@ -40,6 +41,7 @@ CONFIGS = [
     ChartCalcConfig,
     ClockConfig,
     ConnectFourConfig,
+    FallingBlocksConfig,
     FogMazeConfig,
     FrozenLakeConfig,
     JigsawConfig,

@@ -35,6 +35,14 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
         "second_hand": [False, True],
         "max_later": [1, 720],
     },
+    "falling_blocks": {
+        "width": [4, 10],
+        "height": [6, 20],
+        "garbage_rows": [1, 16],
+        "lines": [1, 5],
+        "pieces": [1, 100],
+        "preview": [0, 5],
+    },
     "fog_maze": {
         "size": [(2, 2), (40, 40), (2, 40)],
         "loop_fraction": [0.0, 1.0],
@@ -145,6 +153,12 @@ EDGES: dict[str, list[dict[str, Any]]] = {
             "max_actions_per_turn": 2,
         },
         {"rooms": 4, "room_size": (3, 3), "distractors": 2, "lava": 40, "view": "local", "view_size": 3},
+    ],
+    "falling_blocks": [  # the most lines each width allows, in the shallowest well, one piece a line
+        {"width": 4, "lines": 2, "garbage_rows": 2, "height": 6, "pieces": 2},
+        {"width": 6, "lines": 3, "garbage_rows": 3, "height": 7, "pieces": 3},
+        {"width": 8, "lines": 4, "garbage_rows": 16, "height": 20, "pieces": 4},
+        {"width": 10, "lines": 5, "garbage_rows": 5, "height": 9, "pieces": 5},
     ],
     "lights_out": [{"n": 8, "scramble_presses": 64}],  # the issue's: 8 turns were too few
     "minesweeper": [

@@ -66,6 +66,7 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({"difficulty": "hard", "coords": "relative1000"}, SEEDS),
         ({"max_mark_calls": 0}, SEEDS),
     ],
+    "falling_blocks": [({}, SEEDS), ({"difficulty": "easy"}, range(20)), ({"difficulty": "hard"}, SEEDS)],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)
 _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)

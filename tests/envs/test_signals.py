@@ -112,6 +112,7 @@ SOKOBAN_ROOM = "#######\n#     #\n# $ . #\n#  @  #\n#######"
         ("jigsaw", {}, ["<answer>swap(1,2) swap(3,4)</answer>"], ["<answer>swap(3,4) swap(1,2)</answer>"]),
         ("tower_of_hanoi", {"start": "classic"}, [], ["<answer>A->B</answer>", "<answer>B->A</answer>"]),
         ("sliding_puzzle", {}, ["<answer>Up, Down</answer>"], ["<answer>Left, Right</answer>"]),
+        ("falling_blocks", {}, ["<answer>rotate 0, col 3</answer>"], ["<answer>rotate 2, column 3</answer>"]),
     ],
 )
 def test_one_state_reached_by_two_paths_has_one_key(name, config, one, other):
@@ -183,6 +184,11 @@ def test_the_distance_is_the_optimal_actions_in_turns(name, optimal, per_turn, a
         ("geo3k", {}, ["The answer is \\boxed{-1}."]),
         ("clutter_count", {}, ["There are \\boxed{0}.", "<answer>1</answer>"]),
         ("image_probe", {}, ["<answer>A</answer>", "<answer>B</answer>"]),
+        (
+            "falling_blocks",
+            {"difficulty": "easy", "pieces": 1},
+            ["<answer>rotate 0, column 5</answer>", "<answer>rotate 1, column 1</answer>"],
+        ),
     ],
 )
 def test_a_state_the_goal_cannot_be_reached_from_says_unreachable(name, config, replies):

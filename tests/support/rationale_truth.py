@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+from falling_blocks_rules import drop, fewest_placements, from_rows
 
 from vlm_envs.envs.chart_calc.calc import evaluate
 from vlm_envs.envs.clutter_count.shapes import shape_masks
@@ -702,6 +703,36 @@ def clutter_count(env: Any, reason: str, reply: str) -> None:
     assert sorted(owners) == unmarked and "I mark the centre" in reason, (reason, reply)
 
 
+def falling_blocks(env: Any, reason: str, reply: str) -> None:
+    ep, cfg = env._ep, env.config
+    coming, filled = ep.level.sequence[ep.placed :], from_rows(ep.board)
+    said = re.fullmatch(
+        r"(\d+) lines? to clear; the (fewest placements|placements of my plan) that clear (?:it|them) "
+        r"with the pieces to come: (\d+)\. "
+        r"Now the ([IOTSZJL]) at rotate (\d), column (\d+): it comes to rest on rows? (\d+)(?: to (\d+))? "
+        r"and clears (no line|(?:row \d+(?:, )?)+)\.",
+        reason,
+    )
+    assert said, reason
+    lines, fewest, piece = int(said.group(1)), int(said.group(3)), said.group(4)
+    rotation, column = int(said.group(5)), int(said.group(6))
+    assert (lines, piece) == (ep.lines_left, coming[0]), reason
+    assert _answer(reply) == f"rotate {rotation}, column {column}", reason
+    after, (low, high), cleared, out = drop(filled, piece, rotation, column - 1, cfg.width, cfg.height)
+    rested = int(said.group(7)), int(said.group(8) or said.group(7))
+    assert not out and rested == (low + 1, high + 1), reason
+    named = [int(r) for r in re.findall(r"row (\d+)", said.group(9))]
+    assert named == [r + 1 for r in cleared], reason
+    assert 1 <= fewest <= len(coming), reason
+    if fewest == 1:
+        assert len(cleared) >= lines, reason
+    if said.group(2) == "fewest placements" and fewest <= 2 and cfg.width <= 8:  # every placement tried
+        assert fewest_placements(filled, coming, lines, cfg.width, cfg.height, fewest) == fewest, reason
+        if len(cleared) < lines:  # and the drop named leaves a position one drop from the goal
+            left = lines - len(cleared)
+            assert fewest_placements(after, coming[1:], left, cfg.width, cfg.height, 1) == 1, reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -722,4 +753,5 @@ TRUTH: dict[str, Check] = {
     "image_probe": image_probe,
     "connect_four": connect_four,
     "clutter_count": clutter_count,
+    "falling_blocks": falling_blocks,
 }
