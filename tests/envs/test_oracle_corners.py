@@ -86,6 +86,14 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
         "min_moves": [1, 1023],
         "max_moves_per_turn": [1, 100],
     },
+    "transit_map": {
+        "grid": [(3, 3), (16, 12), (3, 12)],
+        "lines": [1, 8],
+        "stops": [(2, 2), (12, 12)],
+        "min_rides": [1, 4],
+        "ride_slack": [0, 20],
+        "line_names": ["colors", "numbers"],
+    },
     "zoom_search": {
         "code_length": [3, 6],
         "max_zooms": [0, 1000],
@@ -107,6 +115,10 @@ EDGES: dict[str, list[dict[str, Any]]] = {
         {"grid_size": (64, 64), "num_boxes": 2, "wall_fraction": 0.9},
     ],
     "tower_of_hanoi": [{"disks": 10, "max_moves_per_turn": 2}],
+    "transit_map": [  # the most lines of the longest lines on the largest grid, the farthest trips asked
+        {"grid": (16, 12), "lines": 8, "stops": (12, 12), "min_rides": 4, "ride_slack": 0},
+        {"grid": (4, 4), "lines": 4, "stops": (2, 4), "min_rides": 4, "ride_slack": 0},
+    ],
     "zoom_search": [  # the smallest canvas; the largest at each scale end, as full as it fits
         {"canvas": 448, "view": 224, "glyph_px": 8, "distractors": 0},
         {"canvas": 8064, "view": 4032, "glyph_px": 8, "distractors": 783},

@@ -69,6 +69,8 @@ class MapDrawing:
     image: Image.Image
     centres: tuple[tuple[float, float], ...]
     sizes: Sizes
+    #: Each stop's name's box (left, top, right, bottom), outline included.
+    labels: tuple[tuple[int, int, int, int], ...]
 
 
 def _legend_rows(
@@ -128,7 +130,7 @@ def draw_map(network: Network, spacing: int, numbered: bool) -> MapDrawing:
             box = ink_box(titles[index], sizes.font)
             lettering.write(titles[index], sizes.font, (x + swatch + 8, y - (box[3] - box[1]) // 2))
     lettering.paint(image, INK)
-    return MapDrawing(image, tuple(centres), sizes)
+    return MapDrawing(image, tuple(centres), sizes, tuple(boxes))
 
 
 def _extent(box: tuple[int, int, int, int]) -> tuple[int, int]:
