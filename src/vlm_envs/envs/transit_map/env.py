@@ -25,6 +25,7 @@ from vlm_envs.envs.transit_map import rationale
 from vlm_envs.envs.transit_map.actions import format_ride, parse_ride, plain_key, quoted
 from vlm_envs.envs.transit_map.config import TransitMapConfig
 from vlm_envs.envs.transit_map.network import Network, Trip, draw_trip
+from vlm_envs.envs.transit_map.rationale import Ride
 from vlm_envs.envs.transit_map.render import (
     MapDrawing,
     draw_map,
@@ -46,7 +47,8 @@ class _Episode:
     #: The fewest rides from each stop to the destination.
     to_goal: tuple[int, ...]
     ride_budget: int
-    drawing: MapDrawing | None
+    #: The map without markers, drawn when an observation first shows it.
+    drawing: MapDrawing | None = None
     #: The stops the last ride passed, boarding stop first (what the map traces).
     last_ride: tuple[int, ...] | None = None
     rides: int = 0
@@ -78,9 +80,8 @@ class TransitMapEnv(BoardEnv[TransitMapConfig, _Episode]):
         seed = self._episode_seed(seed)
         trip = draw_trip(cfg.grid, cfg.lines, cfg.stops, cfg.min_rides, cfg.numbered, seed)
         network = trip.network
-        drawing = draw_map(network, cfg.spacing, cfg.numbered) if cfg.shows_image else None
         budget = trip.fewest_rides + cfg.ride_slack
-        self._ep = _Episode(trip, trip.start, network.rides_to(trip.destination), budget, drawing)
+        self._ep = _Episode(trip, trip.start, network.rides_to(trip.destination), budget)
         info = {
             "seed": seed,
             "lines": {
@@ -98,14 +99,7 @@ class TransitMapEnv(BoardEnv[TransitMapConfig, _Episode]):
         ep = self._playing()
         parsed = parse_ride(response_text)
         ep.turns += 1
-        error = parsed.error
-        taken: tuple[int, int, int] | None = None
-        if error is None:
-            ride = self._ride(ep, parsed.line, parsed.stop)
-            if isinstance(ride, str):
-                error = ride
-            else:
-                taken = ride
+        taken, error = (None, parsed.error) if parsed.error else self._ride(ep, parsed.line, parsed.stop)
         if taken is None:
             ep.invalid_rides += 1
         else:
@@ -181,29 +175,29 @@ class TransitMapEnv(BoardEnv[TransitMapConfig, _Episode]):
     def _answer(self, line: int, stop: int) -> str:
         return format_ride(self._title(line), self._episode().network.names[stop])
 
-    def _route(self) -> list[rationale.Ride] | None:
+    def _route(self) -> list[Ride] | None:
         ep = self._unfinished()
         return None if ep is None else rationale.shortest_route(ep.network, ep.at, ep.to_goal)
 
-    def _ride(self, ep: _Episode, line_name: str, stop_name: str) -> tuple[int, int, int] | str:
+    def _ride(self, ep: _Episode, line_name: str, stop_name: str) -> tuple[Ride | None, str | None]:
         """The ride (line, from, to) the names say, or why it cannot be taken."""
         network, names = ep.network, ep.network.names
         line_key, stop_key = plain_key(line_name), plain_key(stop_name)
         line = next((i for i, ln in enumerate(network.lines) if ln.name.lower() == line_key), None)
         here = ", ".join(self._title(i) for i in network.serving[ep.at])
         if line is None:
-            return f"there is no line called {quoted(line_name)!r} (the lines here: {here})"
+            return None, f"there is no line called {quoted(line_name)!r} (the lines here: {here})"
         title = line_phrase(network.lines[line], self.config.numbered)
         if ep.at not in network.lines[line].stops:
-            return f"{title} does not stop at {names[ep.at]}, where you are (the lines here: {here})"
+            return None, f"{title} does not stop at {names[ep.at]}, where you are (the lines here: {here})"
         stop = next((s for s, name in enumerate(names) if name.lower() == stop_key), None)
         if stop is None:
-            return f"there is no stop called {quoted(stop_name)!r} on the map"
+            return None, f"there is no stop called {quoted(stop_name)!r} on the map"
         if stop == ep.at:
-            return f"you are already at {names[stop]}"
+            return None, f"you are already at {names[stop]}"
         if stop not in network.lines[line].stops:
-            return f"{title} does not stop at {names[stop]}"
-        return (line, ep.at, stop)
+            return None, f"{title} does not stop at {names[stop]}"
+        return (line, ep.at, stop), None
 
     def _board_image(self) -> Image.Image:
         ep = self._episode()
@@ -251,9 +245,7 @@ class TransitMapEnv(BoardEnv[TransitMapConfig, _Episode]):
             ),
         )
 
-    def _feedback(
-        self, error: str | None, taken: tuple[int, int, int] | None, success: bool, truncated: bool
-    ) -> str:
+    def _feedback(self, error: str | None, taken: Ride | None, success: bool, truncated: bool) -> str:
         ep = self._episode()
         names = ep.network.names
         played = ""
