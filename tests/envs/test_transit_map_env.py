@@ -127,6 +127,8 @@ def test_the_oracle_route_on_a_hand_built_network_takes_the_shortcut():
     assert shortest_route(net, 6, to_gol) == []
     only_red = Network(net.grid, net.names[:4], net.points[:4], (net.lines[0],))
     assert only_red.rides_to(3) == (1, 1, 1, 0)
+    apart = Network(net.grid, net.names, net.points, (net.lines[0], net.lines[2]))  # Red, Green: no change
+    assert apart.rides_to(6) == (-1, -1, -1, -1, -1, 1, 0)
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -251,7 +253,10 @@ def test_without_slack_a_detour_loses_once_the_rides_allowed_are_used():
 
 def test_a_stream_of_malformed_replies_ends_at_the_turn_cap():
     assert_malformed_replies_end_at_the_cap(TARGET, 3)
-    assert TransitMapConfig().turn_limit == 8 and TransitMapConfig(lines=8, grid=(8, 8), ride_slack=20).turn_limit == 28
+    assert (
+        TransitMapConfig().turn_limit == 8
+        and TransitMapConfig(lines=8, grid=(8, 8), ride_slack=20).turn_limit == 28
+    )
 
 
 def test_the_state_is_the_network_the_stop_and_the_destination_and_the_distance_the_fewest_rides():

@@ -14,6 +14,7 @@ between a line of the one and a line of the other (a breadth-first search over t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections import deque
 
@@ -64,7 +65,7 @@ class Network:
     points: tuple[Point, ...]
     lines: tuple[Line, ...]
 
-    @property
+    @functools.cached_property
     def serving(self) -> tuple[tuple[int, ...], ...]:
         """Per stop, the lines (indices) that stop there."""
         serving: list[list[int]] = [[] for _ in self.names]
@@ -74,19 +75,20 @@ class Network:
         return tuple(tuple(lines) for lines in serving)
 
     def rides_to(self, destination: int) -> tuple[int, ...]:
-        """Per stop, the fewest rides to ``destination`` (0 there)."""
-        serving = self.serving
-        changes = line_changes(self.lines, serving)
-        goal_lines = serving[destination]
-        return tuple(
-            0 if stop == destination else 1 + min(changes[a][b] for a in lines for b in goal_lines)
-            for stop, lines in enumerate(serving)
-        )
+        """Per stop, the fewest rides to ``destination`` (0 there, -1 where no ride leads there: never in a
+        drawn network, which is connected)."""
+        changes = line_changes(self.lines, self.serving)
+        goal_lines = self.serving[destination]
+        out = []
+        for stop, lines in enumerate(self.serving):
+            ways = [changes[a][b] for a in lines for b in goal_lines if changes[a][b] >= 0]
+            out.append(0 if stop == destination else 1 + min(ways) if ways else -1)
+        return tuple(out)
 
 
 def line_changes(lines: tuple[Line, ...], serving: tuple[tuple[int, ...], ...]) -> list[list[int]]:
-    """The fewest changes between every two lines (0 to itself, 1 where they share a stop); a connected
-    network has no gaps."""
+    """The fewest changes between every two lines (0 to itself, 1 where they share a stop, -1 where none
+    leads from one to the other)."""
     n = len(lines)
     meets: list[set[int]] = [set() for _ in range(n)]
     for here in serving:
