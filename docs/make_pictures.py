@@ -39,6 +39,7 @@ FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | N
     "connect_four.png": ("connect_four", {"difficulty": "hard"}, 2, None),
     "clutter_count.png": ("clutter_count", {"difficulty": "hard"}, 1, None),
     "falling_blocks.png": ("falling_blocks", {"difficulty": "hard"}, 3, None),
+    "transit_map.png": ("transit_map", {"difficulty": "hard"}, 4, None),
 }
 
 

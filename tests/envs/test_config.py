@@ -34,6 +34,7 @@ from vlm_envs.envs.rush_hour import RushHourConfig
 from vlm_envs.envs.sliding_puzzle import SlidingPuzzleConfig
 from vlm_envs.envs.sokoban import SokobanConfig
 from vlm_envs.envs.tower_of_hanoi import TowerOfHanoiConfig
+from vlm_envs.envs.transit_map import TransitMapConfig
 from vlm_envs.envs.zoom_search import ZoomSearchConfig
 from vlm_envs.registry import get_spec
 
@@ -54,6 +55,7 @@ CONFIGS = [
     SlidingPuzzleConfig,
     SokobanConfig,
     TowerOfHanoiConfig,
+    TransitMapConfig,
     ZoomSearchConfig,
 ]
 

@@ -130,6 +130,14 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
         "max_mark_calls": [0, 1000],
         "coords": ["pixels", "relative1000"],
     },
+    "transit_map": {
+        "grid": [(3, 3), (16, 12), (3, 12)],
+        "lines": [1, 8],
+        "stops": [(2, 2), (12, 12)],
+        "min_rides": [1, 4],
+        "ride_slack": [0, 20],
+        "line_names": ["colors", "numbers"],
+    },
     "zoom_search": {
         "code_length": [3, 6],
         "max_zooms": [0, 1000],
@@ -178,6 +186,10 @@ EDGES: dict[str, list[dict[str, Any]]] = {
         {"image_size": 896, "radius": (8, 8), "objects": (250, 250), "targets": (100, 100), "overlap": 1.0},
         {"image_size": 896, "radius": (112, 112), "objects": (4, 9), "targets": (1, 2), "rotate": True},
         {"difficulty": "hard", "max_marks": 14, "min_visible": 0.2},
+    ],
+    "transit_map": [  # the most lines of the longest lines on the largest grid, the farthest trips asked
+        {"grid": (16, 12), "lines": 8, "stops": (12, 12), "min_rides": 4, "ride_slack": 0},
+        {"grid": (4, 4), "lines": 4, "stops": (2, 4), "min_rides": 4, "ride_slack": 0},
     ],
     "zoom_search": [  # the smallest canvas; the largest at each scale end, as full as it fits
         {"canvas": 448, "view": 224, "glyph_px": 8, "distractors": 0},

@@ -67,6 +67,11 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({"max_mark_calls": 0}, SEEDS),
     ],
     "falling_blocks": [({}, SEEDS), ({"difficulty": "easy"}, range(20)), ({"difficulty": "hard"}, SEEDS)],
+    "transit_map": [
+        ({}, range(10)),
+        ({"difficulty": "hard"}, range(10)),
+        ({"difficulty": "easy"}, range(10)),
+    ],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)
 _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -733,6 +734,46 @@ def falling_blocks(env: Any, reason: str, reply: str) -> None:
             assert fewest_placements(after, coming[1:], left, cfg.width, cfg.height, 1) == 1, reason
 
 
+def _fewest_rides(lines: dict[str, list[str]], start: str, goal: str) -> int:
+    """The fewest rides from ``start`` to ``goal`` (a ride: any two stops of one line), by breadth first."""
+    dist, queue = {start: 0}, deque([start])
+    while queue:
+        at = queue.popleft()
+        for stops in lines.values():
+            for stop in stops if at in stops else ():
+                if stop not in dist:
+                    dist[stop] = dist[at] + 1
+                    queue.append(stop)
+    return dist[goal]
+
+
+def transit_map(env: Any, reason: str, reply: str) -> None:
+    ep, numbered = env._ep, env.config.numbered
+    network = ep.trip.network
+    title = {
+        i: f"Line {line.name}" if numbered else f"{line.name} line" for i, line in enumerate(network.lines)
+    }
+    lines = {title[i]: [network.names[s] for s in line.stops] for i, line in enumerate(network.lines)}
+    at, goal = network.names[ep.at], network.names[ep.trip.destination]
+    said = re.fullmatch(
+        r"I am at (\w+), served by (.+?)\. (\w+) is (\d+) rides? away at the fewest: (.+)\. Now: (.+)\.",
+        reason,
+    )
+    assert said and said.group(1) == at and said.group(3) == goal, reason
+    named = re.findall(r"(\w+ line|Line \d+)", said.group(2))
+    assert sorted(named) == sorted(t for t, stops in lines.items() if at in stops), reason
+    fewest = _fewest_rides(lines, at, goal)
+    legs = said.group(5).split(", then ")
+    assert int(said.group(4)) == len(legs) == fewest, reason
+    here = at
+    for leg in legs:
+        line, stop = leg.split(" to ")
+        assert here in lines[line] and stop in lines[line] and stop != here, reason
+        here = stop
+    assert here == goal and said.group(6) == legs[0], reason
+    assert _answer(reply) == f"ride {legs[0]}", reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -754,4 +795,5 @@ TRUTH: dict[str, Check] = {
     "connect_four": connect_four,
     "clutter_count": clutter_count,
     "falling_blocks": falling_blocks,
+    "transit_map": transit_map,
 }
