@@ -43,6 +43,15 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
         "view_size": [1, 9],
         "max_actions_per_turn": [1, 100],
     },
+    "frame_order": {
+        "frames": [3, 8],
+        "objects": [1, 6],
+        "min_speed": [1, 8],
+        "max_speed": [1, 8],
+        "ticks_per_frame": [1, 10],
+        "min_collisions": [0, 3],
+        "min_gap": [1, 120],
+    },
     "frozen_lake": {
         "size": [2, 16],
         "frozen_probability": [0.0, 1.0],
@@ -94,6 +103,19 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
 }
 #: Configs at the edges of joint bounds, which each knob alone at an end misses.
 EDGES: dict[str, list[dict[str, Any]]] = {
+    "frame_order": [  # the widest gap; three aimed collisions at the fastest frames; the fewest ticks
+        {"objects": 6, "min_speed": 8, "max_speed": 8, "ticks_per_frame": 5, "min_gap": 120},
+        {
+            "frames": 3,
+            "objects": 6,
+            "min_speed": 8,
+            "max_speed": 8,
+            "ticks_per_frame": 5,
+            "min_collisions": 3,
+        },
+        {"frames": 8, "objects": 6, "min_speed": 5, "max_speed": 5, "ticks_per_frame": 5, "min_gap": 62},
+        {"frames": 3, "objects": 2, "max_speed": 8, "ticks_per_frame": 2, "min_collisions": 1, "min_gap": 1},
+    ],
     "lights_out": [{"n": 8, "scramble_presses": 64}],  # the issue's: 8 turns were too few
     "minesweeper": [
         {"size": (16, 16), "mines": 64},
