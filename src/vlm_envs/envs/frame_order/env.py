@@ -93,6 +93,7 @@ class FrameOrderEnv(EpisodicEnv[FrameOrderConfig, _Episode]):
         truncated = not ep.solved and ep.replies >= cfg.max_turns
         ep.done = ep.solved or truncated
         metrics: dict[str, float | int | bool] = {"format_valid": parsed.error is None}
+        placed = 0
         if parsed.order is not None:
             placed = sum(a == b for a, b in zip(parsed.order, ep.order, strict=True))
             metrics["frames_in_place"] = placed
