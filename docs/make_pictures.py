@@ -40,6 +40,7 @@ FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | N
     "clutter_count.png": ("clutter_count", {"difficulty": "hard"}, 1, None),
     "falling_blocks.png": ("falling_blocks", {"difficulty": "hard"}, 3, None),
     "transit_map.png": ("transit_map", {"difficulty": "hard"}, 4, None),
+    "frame_order.png": ("frame_order", {}, 1, None),
 }
 
 

@@ -51,6 +51,15 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
         "view_size": [1, 9],
         "max_actions_per_turn": [1, 100],
     },
+    "frame_order": {
+        "frames": [3, 8],
+        "objects": [1, 6],
+        "min_speed": [1, 8],
+        "max_speed": [1, 8],
+        "ticks_per_frame": [1, 10],
+        "min_collisions": [0, 3],
+        "min_gap": [1, 120],
+    },
     "frozen_lake": {
         "size": [2, 16],
         "frozen_probability": [0.0, 1.0],
@@ -167,6 +176,19 @@ EDGES: dict[str, list[dict[str, Any]]] = {
         {"width": 6, "lines": 3, "garbage_rows": 3, "height": 7, "pieces": 3},
         {"width": 8, "lines": 4, "garbage_rows": 16, "height": 20, "pieces": 4},
         {"width": 10, "lines": 5, "garbage_rows": 5, "height": 9, "pieces": 5},
+    ],
+    "frame_order": [  # the widest gap; three aimed collisions at the fastest frames; the fewest ticks
+        {"objects": 6, "min_speed": 8, "max_speed": 8, "ticks_per_frame": 5, "min_gap": 120},
+        {
+            "frames": 3,
+            "objects": 6,
+            "min_speed": 8,
+            "max_speed": 8,
+            "ticks_per_frame": 5,
+            "min_collisions": 3,
+        },
+        {"frames": 8, "objects": 6, "min_speed": 5, "max_speed": 5, "ticks_per_frame": 5, "min_gap": 62},
+        {"frames": 3, "objects": 2, "max_speed": 8, "ticks_per_frame": 2, "min_collisions": 1, "min_gap": 1},
     ],
     "lights_out": [{"n": 8, "scramble_presses": 64}],  # the issue's: 8 turns were too few
     "minesweeper": [

@@ -71,6 +71,10 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({}, range(10)),
         ({"difficulty": "hard"}, range(10)),
         ({"difficulty": "easy"}, range(10)),
+    "frame_order": [
+        ({}, range(10)),
+        ({"difficulty": "easy"}, range(10)),
+        ({"difficulty": "hard"}, range(10)),
     ],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)

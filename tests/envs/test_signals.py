@@ -200,11 +200,20 @@ def test_a_state_the_goal_cannot_be_reached_from_says_unreachable(name, config, 
     assert env.distance_to_goal() == UNREACHABLE
 
 
-@pytest.mark.parametrize("name", ["clock", "matchstick"])
+#: A wrong answer of seed 0 in each env whose wrong answers may be retried.
+WRONG_RETRIABLE = {
+    "clock": "<answer>1:00</answer>",
+    "matchstick": "<answer>1 + 1 = 3</answer>",
+    "frame_order": "<answer>A, B, C, D, E, F</answer>",
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRONG_RETRIABLE))
 def test_a_wrong_answer_that_may_be_retried_leaves_one_turn_to_go(name):
     env = build_env(name, max_turns=3)
     env.reset(seed=0)
-    env.step("<answer>1:00</answer>" if name == "clock" else "<answer>1 + 1 = 3</answer>")
+    assert env.oracle_response() != WRONG_RETRIABLE[name]
+    env.step(WRONG_RETRIABLE[name])
     assert env.distance_to_goal() == 1
     env.step(env.oracle_response())
     assert env.distance_to_goal() == 0

@@ -3,6 +3,7 @@ rules), parses the facts the rationale names, and asserts they hold. ``TRUTH[nam
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections import deque
@@ -774,6 +775,33 @@ def transit_map(env: Any, reason: str, reply: str) -> None:
     assert _answer(reply) == f"ride {legs[0]}", reason
 
 
+def _l1_motion(frames: Any, order: Any) -> int:
+    """How far ``order`` (frame indices) moves the objects: L1 steps summed over objects and steps."""
+    return sum(
+        abs(p[0] - q[0]) + abs(p[1] - q[1])
+        for a, b in itertools.pairwise(order)
+        for p, q in zip(frames[a], frames[b], strict=True)
+    )
+
+
+def frame_order(env: Any, reason: str, reply: str) -> None:
+    labels, frames = env.animation.labels, env.animation.motion.frames
+    said = re.fullmatch(
+        r"Frame ([A-H]) is the first\. Of the orders that start with \1, ([A-H](?:, [A-H])*) moves the "
+        r"objects least: (\d+) units in all \(across plus up-down, summed over the objects\), and any other "
+        r"order at least (\d+)\.",
+        reason,
+    )
+    assert said and said.group(1) == labels[0], reason
+    order = said.group(2).split(", ")
+    assert said.group(2) == _answer(reply) and tuple(order) == labels, reason
+    time = {letter: t for t, letter in enumerate(labels)}
+    assert int(said.group(3)) == _l1_motion(frames, [time[x] for x in order]), reason
+    others = itertools.permutations(range(1, len(labels)))
+    least = min(_l1_motion(frames, (0, *rest)) for rest in others if list(rest) != sorted(rest))
+    assert int(said.group(4)) == least > int(said.group(3)), reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -796,4 +824,5 @@ TRUTH: dict[str, Check] = {
     "clutter_count": clutter_count,
     "falling_blocks": falling_blocks,
     "transit_map": transit_map,
+    "frame_order": frame_order,
 }
