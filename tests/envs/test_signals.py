@@ -74,6 +74,8 @@ def test_different_seeds_give_different_states_and_keys(name):
         ("jigsaw", {"n": 2}),
         ("geo3k", {"difficulty": "hard"}),
         ("zoom_search", {"max_zooms": 0}),
+        ("spot_difference", {"difficulty": "hard"}),
+        ("spot_difference", {"max_zooms": 0}),
         ("chart_calc", {"max_turns": 1}),
         ("sliding_puzzle", {"n": 4}),
     ],
@@ -184,17 +186,18 @@ def test_a_state_the_goal_cannot_be_reached_from_says_unreachable(name, config, 
     assert env.distance_to_goal() == UNREACHABLE
 
 
-@pytest.mark.parametrize("name", ["clock", "matchstick"])
+@pytest.mark.parametrize("name", ["clock", "matchstick", "spot_difference"])
 def test_a_wrong_answer_that_may_be_retried_leaves_one_turn_to_go(name):
-    env = build_env(name, max_turns=3)
+    env = build_env(name, max_turns=3, **({"max_zooms": 0} if name == "spot_difference" else {}))
     env.reset(seed=0)
-    env.step("<answer>1:00</answer>" if name == "clock" else "<answer>1 + 1 = 3</answer>")
+    wrong = {"clock": "<answer>1:00</answer>", "matchstick": "<answer>1 + 1 = 3</answer>"}
+    env.step(wrong.get(name, "<answer>A1, A2, B1, B2</answer>"))
     assert env.distance_to_goal() == 1
     env.step(env.oracle_response())
     assert env.distance_to_goal() == 0
 
 
-@pytest.mark.parametrize("name", ["zoom_search", "chart_calc", "geo3k"])
+@pytest.mark.parametrize("name", ["zoom_search", "chart_calc", "geo3k", "spot_difference"])
 def test_a_tool_env_counts_the_tool_turn_until_the_tool_has_shown_what_the_answer_needs(name):
     env = build_env(name)
     env.reset(seed=0)

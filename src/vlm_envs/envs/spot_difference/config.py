@@ -43,9 +43,9 @@ class SpotDifferenceConfig(EnvConfig):
     #: Small objects, near colours, small moves and resizes.
     subtle: bool = False
     #: Side of each (square) image in px, the label band included.
-    image_size: int = Field(448, ge=LABEL_MARGIN + 2 * MIN_CELL_PX, le=MAX_IMAGE_SIDE)
+    image_size: int = Field(448, ge=LABEL_MARGIN + 2 * MIN_CELL_PX, le=MAX_IMAGE_SIDE // 2)
     #: Each crop of a zoom is scaled to fit ``crop_view`` x ``crop_view``.
-    crop_view: int = Field(336, ge=112, le=MAX_IMAGE_SIDE)
+    crop_view: int = Field(336, ge=112, le=MAX_IMAGE_SIDE // 2)
     max_zooms: int = Field(2, ge=0, le=MAX_TURNS)
     #: Replies allowed; a wrong answer is told how many of its cells are right and may be retried.
     max_turns: TurnCap = 4
