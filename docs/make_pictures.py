@@ -34,6 +34,7 @@ FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | N
     "minesweeper.png": ("minesweeper", {}, 1, None),
     "rush_hour.png": ("rush_hour", {}, 1, None),
     "matchstick.png": ("matchstick", {"difficulty": "hard"}, 3, None),
+    "spot_difference.png": ("spot_difference", {}, 3, None),
 }
 
 
