@@ -41,6 +41,7 @@ FIRST_OBSERVATIONS: dict[str, tuple[str, dict[str, Any], int, dict[str, Any] | N
     "falling_blocks.png": ("falling_blocks", {"difficulty": "hard"}, 3, None),
     "transit_map.png": ("transit_map", {"difficulty": "hard"}, 4, None),
     "frame_order.png": ("frame_order", {}, 1, None),
+    "spot_difference.png": ("spot_difference", {}, 3, None),
 }
 
 

@@ -147,6 +147,13 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
         "ride_slack": [0, 20],
         "line_names": ["colors", "numbers"],
     },
+    "spot_difference": {
+        "grid": [2, 12],
+        "differences": [(1, 1), (4, 4)],
+        "altered": [1, 2],
+        "subtle": [False, True],
+        "max_zooms": [0, 1000],
+    },
     "zoom_search": {
         "code_length": [3, 6],
         "max_zooms": [0, 1000],
@@ -201,6 +208,10 @@ EDGES: dict[str, list[dict[str, Any]]] = {
         {"grid_size": (10, 10), "num_boxes": 3},  # 51 floor cells: the most for 3 boxes
         {"grid_size": (20, 20), "num_boxes": 2, "wall_fraction": 0.1},  # 292 floor cells
         {"grid_size": (64, 64), "num_boxes": 2, "wall_fraction": 0.9},
+    ],
+    "spot_difference": [  # the most cells, every one differing; the smallest cells of the most
+        {"grid": 12, "image_size": 2048, "differences": (144, 144), "altered": 2, "subtle": True},
+        {"grid": 12, "image_size": 600, "differences": (1, 144), "subtle": True},
     ],
     "tower_of_hanoi": [{"disks": 10, "max_moves_per_turn": 2}],
     "clutter_count": [  # the most objects each picture side fits; the largest shapes; no spare marks

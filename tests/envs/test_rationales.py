@@ -75,6 +75,10 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({}, range(10)),
         ({"difficulty": "easy"}, range(10)),
         ({"difficulty": "hard"}, range(10)),
+    "spot_difference": [
+        ({}, range(10)),
+        ({"difficulty": "hard"}, range(10)),
+        ({"difficulty": "easy", "max_zooms": 0}, SEEDS),
     ],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)

@@ -75,6 +75,8 @@ def test_different_seeds_give_different_states_and_keys(name):
         ("jigsaw", {"n": 2}),
         ("geo3k", {"difficulty": "hard"}),
         ("zoom_search", {"max_zooms": 0}),
+        ("spot_difference", {"difficulty": "hard"}),
+        ("spot_difference", {"max_zooms": 0}),
         ("chart_calc", {"max_turns": 1}),
         ("sliding_puzzle", {"n": 4}),
         ("clutter_count", {"max_mark_calls": 0}),
@@ -209,17 +211,21 @@ WRONG_RETRIABLE = {
 
 
 @pytest.mark.parametrize("name", sorted(WRONG_RETRIABLE))
+@pytest.mark.parametrize("name", ["clock", "matchstick", "spot_difference"])
 def test_a_wrong_answer_that_may_be_retried_leaves_one_turn_to_go(name):
-    env = build_env(name, max_turns=3)
+    env = build_env(name, max_turns=3, **({"max_zooms": 0} if name == "spot_difference" else {}))
     env.reset(seed=0)
     assert env.oracle_response() != WRONG_RETRIABLE[name]
     env.step(WRONG_RETRIABLE[name])
+    wrong = {"clock": "<answer>1:00</answer>", "matchstick": "<answer>1 + 1 = 3</answer>"}
+    env.step(wrong.get(name, "<answer>A1, A2, B1, B2</answer>"))
     assert env.distance_to_goal() == 1
     env.step(env.oracle_response())
     assert env.distance_to_goal() == 0
 
 
 @pytest.mark.parametrize("name", ["zoom_search", "chart_calc", "geo3k", "clutter_count"])
+@pytest.mark.parametrize("name", ["zoom_search", "chart_calc", "geo3k", "spot_difference"])
 def test_a_tool_env_counts_the_tool_turn_until_the_tool_has_shown_what_the_answer_needs(name):
     env = build_env(name)
     env.reset(seed=0)

@@ -802,6 +802,37 @@ def frame_order(env: Any, reason: str, reply: str) -> None:
     assert int(said.group(4)) == least > int(said.group(3)), reason
 
 
+def spot_difference(env: Any, reason: str, reply: str) -> None:
+    scene, grid = env._ep.drawn.scene, env.config.grid
+    names = {f"{chr(65 + c % grid)}{c // grid + 1}": c for c in range(grid * grid)}
+    claims = re.findall(r"in ([A-L]\d+) the (.+?) (is|has) (.+?)(?:;|\. )", reason)
+    assert [names[cell] for cell, *_ in claims] == list(scene.cells), reason
+    image = "the copy" if env.config.altered == 1 else None
+    for (cell, before, _, change), d in zip(claims, scene.differences, strict=True):
+        assert before == d.before.described() and cell == f"{chr(65 + d.cell % grid)}{d.cell // grid + 1}"
+        where = image or f"image {d.copy + 1}"
+        assert change.endswith(f"in {where}") or change.endswith(f"from {where}"), reason
+        if d.after is None:
+            assert change.startswith("missing"), reason
+        elif d.kind == "recoloured":
+            assert change == f"{d.after.color} in {where}" != f"{d.before.color} in {where}", reason
+        elif d.kind == "reshaped":
+            assert change == f"a {d.after.shape} in {where}" and d.after.shape != d.before.shape, reason
+        elif d.kind == "resized":
+            assert change.startswith("larger" if d.after.side > d.before.side else "smaller"), reason
+        else:
+            assert change.startswith("moved") and d.after.box != d.before.box, reason
+    if "<tool_call>" in reply:
+        box = re.search(r"I zoom into ([A-L]\d+), \[([\d, ]+)\]", reason)
+        assert box and names[box.group(1)] == scene.cells[0], reason
+        call = json.loads(reply[reply.index("<tool_call>") + 11 : reply.index("</tool_call>")])
+        assert [int(v) for v in box.group(2).split(", ")] == call["arguments"]["bbox"], reason
+        return
+    said = re.search(r"So the differing cells are (.+)\.$", reason)
+    assert said, reason
+    assert sorted(re.findall(r"[A-L]\d+", said.group(1))) == sorted(re.findall(r"[A-L]\d+", _answer(reply)))
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -825,4 +856,5 @@ TRUTH: dict[str, Check] = {
     "falling_blocks": falling_blocks,
     "transit_map": transit_map,
     "frame_order": frame_order,
+    "spot_difference": spot_difference,
 }
