@@ -71,10 +71,12 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({}, range(10)),
         ({"difficulty": "hard"}, range(10)),
         ({"difficulty": "easy"}, range(10)),
+    ],
     "frame_order": [
         ({}, range(10)),
         ({"difficulty": "easy"}, range(10)),
         ({"difficulty": "hard"}, range(10)),
+    ],
     "spot_difference": [
         ({}, range(10)),
         ({"difficulty": "hard"}, range(10)),

@@ -207,25 +207,22 @@ WRONG_RETRIABLE = {
     "clock": "<answer>1:00</answer>",
     "matchstick": "<answer>1 + 1 = 3</answer>",
     "frame_order": "<answer>A, B, C, D, E, F</answer>",
+    "spot_difference": "<answer>A1, A2, B1, B2</answer>",
 }
 
 
 @pytest.mark.parametrize("name", sorted(WRONG_RETRIABLE))
-@pytest.mark.parametrize("name", ["clock", "matchstick", "spot_difference"])
 def test_a_wrong_answer_that_may_be_retried_leaves_one_turn_to_go(name):
     env = build_env(name, max_turns=3, **({"max_zooms": 0} if name == "spot_difference" else {}))
     env.reset(seed=0)
     assert env.oracle_response() != WRONG_RETRIABLE[name]
     env.step(WRONG_RETRIABLE[name])
-    wrong = {"clock": "<answer>1:00</answer>", "matchstick": "<answer>1 + 1 = 3</answer>"}
-    env.step(wrong.get(name, "<answer>A1, A2, B1, B2</answer>"))
     assert env.distance_to_goal() == 1
     env.step(env.oracle_response())
     assert env.distance_to_goal() == 0
 
 
-@pytest.mark.parametrize("name", ["zoom_search", "chart_calc", "geo3k", "clutter_count"])
-@pytest.mark.parametrize("name", ["zoom_search", "chart_calc", "geo3k", "spot_difference"])
+@pytest.mark.parametrize("name", ["zoom_search", "chart_calc", "geo3k", "clutter_count", "spot_difference"])
 def test_a_tool_env_counts_the_tool_turn_until_the_tool_has_shown_what_the_answer_needs(name):
     env = build_env(name)
     env.reset(seed=0)
