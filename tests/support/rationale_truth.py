@@ -807,6 +807,8 @@ def spot_difference(env: Any, reason: str, reply: str) -> None:
     names = {f"{chr(65 + c % grid)}{c // grid + 1}": c for c in range(grid * grid)}
     claims = re.findall(r"in ([A-L]\d+) the (.+?) (is|has) (.+?)(?:;|\. )", reason)
     assert [names[cell] for cell, *_ in claims] == list(scene.cells), reason
+    count = re.search(r"(\d+) cells? differs?", reason)
+    assert count and int(count.group(1)) == len(scene.cells), reason  # the count it states is the count
     image = "the copy" if env.config.altered == 1 else None
     for (cell, before, _, change), d in zip(claims, scene.differences, strict=True):
         assert before == d.before.described() and cell == f"{chr(65 + d.cell % grid)}{d.cell // grid + 1}"
