@@ -55,6 +55,11 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
     "minesweeper": [({}, SEEDS), ({"difficulty": "hard", "max_actions_per_turn": 2}, SEEDS)],
     "rush_hour": [({}, SEEDS), ({"max_actions_per_turn": 1}, SEEDS)],
     "matchstick": [({}, range(20)), ({"difficulty": "hard"}, range(20))],
+    "polyomino_packing": [
+        ({}, SEEDS),
+        ({"difficulty": "hard"}, SEEDS),
+        ({"difficulty": "easy", "removals": False}, SEEDS),
+    ],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)
 _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)

@@ -76,6 +76,8 @@ def test_different_seeds_give_different_states_and_keys(name):
         ("zoom_search", {"max_zooms": 0}),
         ("chart_calc", {"max_turns": 1}),
         ("sliding_puzzle", {"n": 4}),
+        ("polyomino_packing", {"difficulty": "hard"}),
+        ("polyomino_packing", {"removals": False}),
     ],
 )
 def test_the_other_modes_pass_the_state_signals_check(name, config):
@@ -109,6 +111,24 @@ SOKOBAN_ROOM = "#######\n#     #\n# $ . #\n#  @  #\n#######"
         ("jigsaw", {}, ["<answer>swap(1,2) swap(3,4)</answer>"], ["<answer>swap(3,4) swap(1,2)</answer>"]),
         ("tower_of_hanoi", {"start": "classic"}, [], ["<answer>A->B</answer>", "<answer>B->A</answer>"]),
         ("sliding_puzzle", {}, ["<answer>Up, Down</answer>"], ["<answer>Left, Right</answer>"]),
+        (
+            "polyomino_packing",
+            {},
+            [
+                "<answer>piece A, rotate 180, at row 1 col 5</answer>",
+                "<answer>piece B, rotate 0, at row 1 col 3</answer>",
+            ],
+            [
+                "<answer>piece B, rotate 0, at row 1 col 3</answer>",
+                "<answer>piece A, rotate 180, at row 1 col 5</answer>",
+            ],
+        ),
+        (
+            "polyomino_packing",
+            {},
+            [],
+            ["<answer>piece B, rotate 0, at row 1 col 3</answer>", "<answer>remove B</answer>"],
+        ),
     ],
 )
 def test_one_state_reached_by_two_paths_has_one_key(name, config, one, other):
@@ -173,6 +193,7 @@ def test_the_distance_is_the_optimal_actions_in_turns(name, optimal, per_turn, a
         ("chart_calc", {}, ["The answer is \\boxed{-1}."]),
         ("geo3k", {}, ["The answer is \\boxed{-1}."]),
         ("image_probe", {}, ["<answer>A</answer>", "<answer>B</answer>"]),
+        ("polyomino_packing", {"removals": False}, ["<answer>piece A, rotate 0, at row 1 col 3</answer>"]),
     ],
 )
 def test_a_state_the_goal_cannot_be_reached_from_says_unreachable(name, config, replies):
