@@ -33,10 +33,12 @@ def explain(
     more = f"it takes {counted(actions, 'more action')}" if actions is not None else "I follow my packing"
     name = letter(action.piece)
     if action.remove:
-        return (
-            f"{head} At most {kept} of the {placed} placed pieces can stay in a packing, and mine moves "
-            f"{name} at {cells_named(cells)}, so I take it back; {more}."
+        stay = (
+            f"At most {kept} of the {placed} placed pieces can stay in a packing, and mine"
+            if actions is not None
+            else f"My packing (the level's own) keeps {kept} of the {placed} placed pieces and"
         )
+        return f"{head} {stay} moves {name} at {cells_named(cells)}, so I take it back; {more}."
     turn = f"turned {action.degrees}° clockwise" if action.degrees else "not turned"
     if action.mirror:
         turn = f"mirrored, then {turn}" if action.degrees else "mirrored"
