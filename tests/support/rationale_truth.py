@@ -500,7 +500,7 @@ def matchstick(env: Any, reason: str, reply: str) -> None:
     assert named == changed, reason
 
 
-def _turns(cells: frozenset, mirror: bool) -> set[frozenset]:
+def orientations_of(cells: frozenset, mirror: bool) -> set[frozenset]:
     """Every orientation of a polyomino (``cells`` of (row, column)), shifted to the top left: four quarter
     turns, and their mirror images where ``mirror``."""
 
@@ -532,7 +532,7 @@ def packable(free: frozenset, shapes: list, mirror: bool) -> bool:
         return not shapes
     first = min(free)
     for i, shape in enumerate(shapes):
-        for turned in _turns(shape, mirror):
+        for turned in orientations_of(shape, mirror):
             anchor = min(turned)
             cells = {(r - anchor[0] + first[0], c - anchor[1] + first[1]) for r, c in turned}
             if cells <= free and packable(free - cells, shapes[:i] + shapes[i + 1 :], mirror):
