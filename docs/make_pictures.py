@@ -95,12 +95,22 @@ def keys_doors_hard() -> Image.Image:
     return side_by_side([*whole.images, *seen.images])
 
 
+def polyomino_packing_midway() -> Image.Image:
+    """A hard PolyominoPacking level after the oracle's first four placements."""
+    env = build_env("polyomino_packing", difficulty="hard")
+    env.reset(seed=1)
+    for _ in range(4):
+        obs, _, _ = env.step(env.oracle_response())
+    return obs.images[0]
+
+
 #: file -> what draws it, for the pictures that are not a first observation
 OTHER_PICTURES: dict[str, Callable[[], Image.Image]] = {
     "zoom_search_zoom.png": zoom_search_zoom,
     "image_probe.png": image_probe_turns,
     "keys_doors_hard.png": keys_doors_hard,
     "clutter_count_marks.png": clutter_count_marks,
+    "polyomino_packing.png": polyomino_packing_midway,
 }
 
 

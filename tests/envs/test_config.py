@@ -30,6 +30,7 @@ from vlm_envs.envs.lights_out import LightsOutConfig
 from vlm_envs.envs.matchstick import MatchstickConfig
 from vlm_envs.envs.mental_rotation import MentalRotationConfig
 from vlm_envs.envs.minesweeper import MinesweeperConfig
+from vlm_envs.envs.polyomino_packing import PolyominoPackingConfig
 from vlm_envs.envs.rush_hour import RushHourConfig
 from vlm_envs.envs.sliding_puzzle import SlidingPuzzleConfig
 from vlm_envs.envs.sokoban import SokobanConfig
@@ -51,6 +52,7 @@ CONFIGS = [
     MatchstickConfig,
     MentalRotationConfig,
     MinesweeperConfig,
+    PolyominoPackingConfig,
     RushHourConfig,
     SlidingPuzzleConfig,
     SokobanConfig,

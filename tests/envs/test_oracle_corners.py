@@ -98,6 +98,14 @@ KNOBS: dict[str, dict[str, list[Any]]] = {
         "max_actions_per_turn": [1, 100],
     },
     "minesweeper": {"size": [(4, 4), (16, 16), (4, 16)], "mines": [1, 64], "max_actions_per_turn": [1, 100]},
+    "polyomino_packing": {
+        "shape": ["rectangle", "irregular"],
+        "pieces": [2, 12],
+        "min_size": [2, 6],
+        "max_size": [2, 6],
+        "mirror": [False, True],
+        "removals": [False, True],
+    },
     "rush_hour": {
         "size": [5, 8],
         "vehicles": [1, 24],
@@ -201,6 +209,10 @@ EDGES: dict[str, list[dict[str, Any]]] = {
     "minesweeper": [
         {"size": (16, 16), "mines": 64},
         {"size": (16, 16), "mines": 64, "max_actions_per_turn": 1},
+    ],
+    "polyomino_packing": [  # the largest pieces, whose packings are past the search budget: no distance
+        {"shape": "rectangle", "pieces": 12, "min_size": 6, "max_size": 6, "removals": False},
+        {"shape": "irregular", "pieces": 12, "min_size": 2, "max_size": 6, "mirror": True},
     ],
     "sliding_puzzle": [{"n": 4, "scramble_moves": 80}],
     "sokoban": [

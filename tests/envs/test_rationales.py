@@ -82,6 +82,11 @@ VARIANTS: dict[str, list[tuple[dict, range]]] = {
         ({"difficulty": "hard"}, range(10)),
         ({"difficulty": "easy", "max_zooms": 0}, SEEDS),
     ],
+    "polyomino_packing": [
+        ({}, SEEDS),
+        ({"difficulty": "hard"}, SEEDS),
+        ({"difficulty": "easy", "removals": False}, SEEDS),
+    ],
 }
 _THINK = re.compile(r"<think>(.*?)</think>\n", re.DOTALL)
 _TAGS = re.compile(r"</?\s*(think|answer|tool_call)\b", re.IGNORECASE)

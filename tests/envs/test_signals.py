@@ -81,6 +81,8 @@ def test_different_seeds_give_different_states_and_keys(name):
         ("sliding_puzzle", {"n": 4}),
         ("clutter_count", {"max_mark_calls": 0}),
         ("clutter_count", {"difficulty": "hard", "coords": "relative1000"}),
+        ("polyomino_packing", {"difficulty": "hard"}),
+        ("polyomino_packing", {"removals": False}),
     ],
 )
 def test_the_other_modes_pass_the_state_signals_check(name, config):
@@ -115,6 +117,24 @@ SOKOBAN_ROOM = "#######\n#     #\n# $ . #\n#  @  #\n#######"
         ("tower_of_hanoi", {"start": "classic"}, [], ["<answer>A->B</answer>", "<answer>B->A</answer>"]),
         ("sliding_puzzle", {}, ["<answer>Up, Down</answer>"], ["<answer>Left, Right</answer>"]),
         ("falling_blocks", {}, ["<answer>rotate 0, col 3</answer>"], ["<answer>rotate 2, column 3</answer>"]),
+        (
+            "polyomino_packing",
+            {},
+            [
+                "<answer>piece A, rotate 180, at row 1 col 5</answer>",
+                "<answer>piece B, rotate 0, at row 1 col 3</answer>",
+            ],
+            [
+                "<answer>piece B, rotate 0, at row 1 col 3</answer>",
+                "<answer>piece A, rotate 180, at row 1 col 5</answer>",
+            ],
+        ),
+        (
+            "polyomino_packing",
+            {},
+            [],
+            ["<answer>piece B, rotate 0, at row 1 col 3</answer>", "<answer>remove B</answer>"],
+        ),
     ],
 )
 def test_one_state_reached_by_two_paths_has_one_key(name, config, one, other):
@@ -191,6 +211,7 @@ def test_the_distance_is_the_optimal_actions_in_turns(name, optimal, per_turn, a
             {"difficulty": "easy", "pieces": 1},
             ["<answer>rotate 0, column 5</answer>", "<answer>rotate 1, column 1</answer>"],
         ),
+        ("polyomino_packing", {"removals": False}, ["<answer>piece A, rotate 0, at row 1 col 3</answer>"]),
     ],
 )
 def test_a_state_the_goal_cannot_be_reached_from_says_unreachable(name, config, replies):

@@ -835,6 +835,95 @@ def spot_difference(env: Any, reason: str, reply: str) -> None:
     assert sorted(re.findall(r"[A-L]\d+", said.group(1))) == sorted(re.findall(r"[A-L]\d+", _answer(reply)))
 
 
+def orientations_of(cells: frozenset, mirror: bool) -> set[frozenset]:
+    """Every orientation of a polyomino (``cells`` of (row, column)), shifted to the top left: four quarter
+    turns, and their mirror images where ``mirror``."""
+
+    def shifted(points: list) -> frozenset:
+        top, left = min(r for r, _ in points), min(c for _, c in points)
+        return frozenset((r - top, c - left) for r, c in points)
+
+    out, shapes = set(), [list(cells)] + ([[(r, -c) for r, c in cells]] if mirror else [])
+    for points in shapes:
+        for _ in range(4):
+            points = [(c, -r) for r, c in points]
+            out.add(shifted(points))
+    return out
+
+
+def _placed_shape(drawn: tuple, degrees: int, mirror: bool) -> frozenset:
+    """A piece drawn as ``drawn`` after mirroring (left to right) and then ``degrees`` clockwise."""
+    points = [(r, -c) if mirror else (r, c) for r, c in drawn]
+    for _ in range(degrees // 90):
+        points = [(c, -r) for r, c in points]
+    top, left = min(r for r, _ in points), min(c for _, c in points)
+    return frozenset((r - top, c - left) for r, c in points)
+
+
+def packable(free: frozenset, shapes: list, mirror: bool) -> bool:
+    """Whether ``shapes`` (each a frozenset of cells) cover the ``free`` cells exactly, turned (and
+    mirrored): fill the first free cell in reading order with each piece and orientation that fits."""
+    if not free:
+        return not shapes
+    first = min(free)
+    for i, shape in enumerate(shapes):
+        for turned in orientations_of(shape, mirror):
+            anchor = min(turned)
+            cells = {(r - anchor[0] + first[0], c - anchor[1] + first[1]) for r, c in turned}
+            if cells <= free and packable(free - cells, shapes[:i] + shapes[i + 1 :], mirror):
+                return True
+    return False
+
+
+def polyomino_packing(env: Any, reason: str, reply: str) -> None:
+    level, placed, mirror = env.level, env.placed, env.config.mirror
+    left = [p for p in range(len(level.pieces)) if p not in placed]
+    free = frozenset(level.region) - {c for cells in placed.values() for c in cells}
+    head = re.match(r"(\d+) free cells?, (\d+) pieces? left(?:: ([A-L, and]+))?\.", reason)
+    assert head and (int(head.group(1)), int(head.group(2))) == (len(free), len(left)), reason
+    assert re.findall(r"[A-L]", head.group(3) or "") == [chr(65 + p) for p in left], reason
+    total = re.search(r"it takes (\d+) more actions?\.$", reason)
+    shapes = {p: frozenset(level.pieces[p]) for p in range(len(level.pieces))}
+
+    def cells_of(text: str) -> set:
+        return {(int(r) - 1, int(c) - 1) for r, c in re.findall(r"\((\d+),(\d+)\)", text)}
+
+    removal = re.fullmatch(r"remove ([A-L])", _answer(reply))
+    if removal:
+        piece = ord(removal.group(1)) - 65
+        said = re.search(
+            r"At most (\d+) of the (\d+) placed pieces can stay .* moves ([A-L]) at (.*?), so", reason
+        )
+        assert said and int(said.group(2)) == len(placed) and said.group(3) == removal.group(1), reason
+        assert cells_of(said.group(4)) == set(placed[piece]), reason
+
+        def stays(keep: tuple) -> bool:
+            rest = frozenset(level.region) - {c for p in keep for c in placed[p]}
+            return packable(rest, [shapes[p] for p in shapes if p not in keep], mirror)
+
+        most = max(
+            k for k in range(len(placed) + 1) for keep in itertools.combinations(placed, k) if stays(keep)
+        )
+        assert int(said.group(1)) == most, reason  # no packing keeps more
+        others = [p for p in placed if p != piece]
+        assert any(stays(keep) for keep in itertools.combinations(others, most)), reason  # one without it
+        assert total and int(total.group(1)) == len(shapes) + len(placed) - 2 * most, reason
+        return
+    move = re.fullmatch(r"piece ([A-L]), (mirror, )?rotate (\d+), at row (\d+) col (\d+)", _answer(reply))
+    assert move, reply
+    piece, degrees = ord(move.group(1)) - 65, int(move.group(3))
+    turn = {(0, False): "not turned", (0, True): "mirrored"}.get((degrees, bool(move.group(2))))
+    turn = turn or f"{'mirrored, then ' if move.group(2) else ''}turned {degrees}° clockwise"
+    assert f"Piece {move.group(1)}, {turn}, covers" in reason, reason
+    shape = _placed_shape(level.pieces[piece], degrees, bool(move.group(2)))
+    cells = {(r + int(move.group(4)) - 1, c + int(move.group(5)) - 1) for r, c in shape}
+    named = re.search(r"covers ((?:\(\d+,\d+\) ?)+), and", reason)
+    assert named and cells_of(named.group(1)) == cells and cells <= free, reason
+    rest = [shapes[p] for p in left if p != piece]
+    assert packable(free - cells, rest, mirror), reason  # the pieces left fill the rest
+    assert total and int(total.group(1)) == len(left), reason
+
+
 TRUTH: dict[str, Check] = {
     "sokoban": sokoban,
     "geo3k": geo3k,
@@ -859,4 +948,5 @@ TRUTH: dict[str, Check] = {
     "transit_map": transit_map,
     "frame_order": frame_order,
     "spot_difference": spot_difference,
+    "polyomino_packing": polyomino_packing,
 }
