@@ -1,12 +1,14 @@
 """The ``<answer>...</answer>`` block of a model's reply, read with bounded work (hostile input).
 
-Shared by the puzzle envs that answer in this form; each env parses the block's content itself.
+Shared by the puzzle envs that answer in this form; each env parses the block's content itself, or, where
+its answer is a list of named actions, with :func:`parse_named_actions`.
 """
 
 from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 #: Longest ``<answer>`` content read; anything longer is an invalid-format turn.
@@ -59,3 +61,37 @@ def shown(token: str, limit: int = 20, symbols: str = "_+-") -> str:
     template tokens; anything else becomes ``?``), at most ``limit`` characters."""
     safe = re.sub(f"[^A-Za-z0-9{re.escape(symbols)}]", "?", token)
     return safe if len(safe) <= limit else safe[:limit] + "..."
+
+
+class ParsedActions(NamedTuple):
+    """Action indices when the answer is well formed, else ``error`` says why."""
+
+    actions: tuple[int, ...]
+    error: str | None
+
+
+def parse_named_actions(
+    text: str,
+    words: Mapping[str, int],
+    max_actions: int,
+    names: str,
+    spelling: Callable[[str], str] = str,
+) -> ParsedActions:
+    """The actions of the last ``<answer>`` block, 1 to ``max_actions`` of them: its tokens looked up
+    (lower-cased) in ``words``, after ``spelling`` joins an env's two-word names; ``names`` lists the
+    actions for the error of a token that is none."""
+    block = answer_block(text)
+    if block.error is not None:
+        return ParsedActions((), block.error)
+    tokens = answer_tokens(spelling(block.content))
+    if not tokens:
+        return ParsedActions((), "the answer holds no actions")
+    if len(tokens) > max_actions:
+        return ParsedActions((), f"{len(tokens)} actions given, at most {max_actions} per turn")
+    actions = []
+    for token in tokens:
+        action = words.get(token.lower())
+        if action is None:
+            return ParsedActions((), f"{shown(token)!r} is not an action (use {names})")
+        actions.append(action)
+    return ParsedActions(tuple(actions), None)

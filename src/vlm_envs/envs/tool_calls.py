@@ -75,6 +75,17 @@ def clip(text: str, limit: int = 80) -> str:
     return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in cut)
 
 
+def box_tool(name: str, description: str) -> dict[str, Any]:
+    """The function-calling spec of a tool that takes one box, ``{"bbox": [x0, y0, x1, y1]}`` (the zoom
+    tools')."""
+    bbox = {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4}
+    parameters = {"type": "object", "properties": {"bbox": bbox}, "required": ["bbox"]}
+    return {
+        "type": "function",
+        "function": {"name": name, "description": description, "parameters": parameters},
+    }
+
+
 def format_tool_call(name: str, arguments: Mapping[str, Any]) -> str:
     """The text of a well-formed call (for oracles, scripted policies and instructions)."""
     return f"{OPEN_TAG}{json.dumps({'name': name, 'arguments': dict(arguments)})}{CLOSE_TAG}"

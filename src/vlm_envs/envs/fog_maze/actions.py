@@ -8,9 +8,9 @@
 from __future__ import annotations
 
 import re
-from typing import Literal, NamedTuple
+from typing import Literal
 
-from vlm_envs.envs.answers import answer_block, answer_tokens, shown
+from vlm_envs.envs.answers import ParsedActions, parse_named_actions
 
 View = Literal["local", "first_person"]
 
@@ -27,32 +27,14 @@ _WORDS: dict[str, dict[str, int]] = {
 _TURN = re.compile(r"turn[\s_-]+(?=left|right)", re.IGNORECASE)
 
 
-class ParsedActions(NamedTuple):
-    """Action indices when the answer is well formed, else ``error`` says why."""
-
-    actions: tuple[int, ...]
-    error: str | None
-
-
 def parse_actions(text: str, view: View, max_actions: int) -> ParsedActions:
     """Actions from the last ``<answer>`` block, 1 to ``max_actions`` of them."""
-    block = answer_block(text)
-    if block.error is not None:
-        return ParsedActions((), block.error)
-    tokens = answer_tokens(_TURN.sub("turn", block.content))
-    if not tokens:
-        return ParsedActions((), "the answer holds no actions")
-    words = _WORDS[view]
-    actions = []
-    for token in tokens:
-        action = words.get(token.lower())
-        if action is None:
-            names = ", ".join(ACTION_NAMES[view])
-            return ParsedActions((), f"{shown(token)!r} is not an action (use {names})")
-        actions.append(action)
-    if len(actions) > max_actions:
-        return ParsedActions((), f"{len(actions)} actions given, at most {max_actions} per turn")
-    return ParsedActions(tuple(actions), None)
+    return parse_named_actions(text, _WORDS[view], max_actions, ", ".join(ACTION_NAMES[view]), _joined)
+
+
+def _joined(content: str) -> str:
+    """``Turn Left`` written as the one word ``turnleft`` (and right)."""
+    return _TURN.sub("turn", content)
 
 
 def format_actions(actions: tuple[int, ...] | list[int], view: View) -> str:

@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
-from vlm_envs.envs.answers import answer_block, answer_tokens, shown
+from vlm_envs.envs.answers import ParsedActions, parse_named_actions
 
 #: Action names in gymnasium's order (the index is the action).
 ACTION_NAMES = ("Left", "Down", "Right", "Up")
@@ -14,30 +12,9 @@ _WORDS = {name.lower(): i for i, name in enumerate(ACTION_NAMES)} | {
 }
 
 
-class ParsedActions(NamedTuple):
-    """Action indices when the answer is well formed, else ``error`` says why."""
-
-    actions: tuple[int, ...]
-    error: str | None
-
-
 def parse_actions(text: str, max_actions: int) -> ParsedActions:
     """Actions from the last ``<answer>`` block, 1 to ``max_actions`` of them."""
-    block = answer_block(text)
-    if block.error is not None:
-        return ParsedActions((), block.error)
-    tokens = answer_tokens(block.content)
-    if not tokens:
-        return ParsedActions((), "the answer holds no actions")
-    if len(tokens) > max_actions:
-        return ParsedActions((), f"{len(tokens)} actions given, at most {max_actions} per turn")
-    actions = []
-    for token in tokens:
-        action = _WORDS.get(token.lower())
-        if action is None:
-            return ParsedActions((), f"{shown(token)!r} is not an action (use Left, Down, Right or Up)")
-        actions.append(action)
-    return ParsedActions(tuple(actions), None)
+    return parse_named_actions(text, _WORDS, max_actions, "Left, Down, Right or Up")
 
 
 def format_actions(actions: tuple[int, ...] | list[int]) -> str:

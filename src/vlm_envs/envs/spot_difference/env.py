@@ -27,7 +27,7 @@ from vlm_envs.envs.spot_difference.cells import format_cells, parse_cells
 from vlm_envs.envs.spot_difference.config import MIN_ZOOM_PX, SpotDifferenceConfig
 from vlm_envs.envs.spot_difference.generator import Drawn, generate
 from vlm_envs.envs.spot_difference.scene import SCALE, cell_box, cell_name
-from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
+from vlm_envs.envs.tool_calls import CallStatus, ToolCall, box_tool, clip, format_tool_call, parse_tool_call
 from vlm_envs.protocol import Observation, StepInfo
 from vlm_envs.state_signals import answer_distance
 
@@ -61,26 +61,11 @@ class SpotDifferenceEnv(EpisodicEnv[SpotDifferenceConfig, _Episode]):
     def tools(self) -> list[dict[str, Any]]:
         size = self.config.image_size
         return [
-            {
-                "type": "function",
-                "function": {
-                    "name": TOOL_NAME,
-                    "description": "Zoom into the same box of every image and see it at higher resolution; "
-                    f"the box is [x0, y0, x1, y1] in pixels of the images ({size}x{size}, 0,0 top left).",
-                    "parameters": {
-                        "type": "object",
-                        "properties": {
-                            "bbox": {
-                                "type": "array",
-                                "items": {"type": "number"},
-                                "minItems": 4,
-                                "maxItems": 4,
-                            }
-                        },
-                        "required": ["bbox"],
-                    },
-                },
-            }
+            box_tool(
+                TOOL_NAME,
+                "Zoom into the same box of every image and see it at higher resolution; "
+                f"the box is [x0, y0, x1, y1] in pixels of the images ({size}x{size}, 0,0 top left).",
+            )
         ]
 
     def zoom_call(self, box: Box) -> str:

@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from vlm_envs.envs.episodic import EpisodicEnv
-from vlm_envs.envs.tool_calls import CallStatus, ToolCall, clip, format_tool_call, parse_tool_call
+from vlm_envs.envs.tool_calls import CallStatus, ToolCall, box_tool, clip, format_tool_call, parse_tool_call
 from vlm_envs.envs.zoom_search import rationale, renderer
 from vlm_envs.envs.zoom_search.config import MIN_ZOOM_PX, ZoomSearchConfig
 from vlm_envs.envs.zoom_search.generator import Scene, generate_scene
@@ -73,26 +73,11 @@ class ZoomSearchEnv(EpisodicEnv[ZoomSearchConfig, _Episode]):
     def tools(self) -> list[dict[str, Any]]:
         _, frame = self._frame()
         return [
-            {
-                "type": "function",
-                "function": {
-                    "name": TOOL_NAME,
-                    "description": "Zoom into a box of the first image and see it at higher resolution; "
-                    f"the box is [x0, y0, x1, y1] in {frame}.",
-                    "parameters": {
-                        "type": "object",
-                        "properties": {
-                            "bbox": {
-                                "type": "array",
-                                "items": {"type": "number"},
-                                "minItems": 4,
-                                "maxItems": 4,
-                            }
-                        },
-                        "required": ["bbox"],
-                    },
-                },
-            }
+            box_tool(
+                TOOL_NAME,
+                "Zoom into a box of the first image and see it at higher resolution; "
+                f"the box is [x0, y0, x1, y1] in {frame}.",
+            )
         ]
 
     def zoom_call(self, box: Box) -> str:
