@@ -12,7 +12,7 @@ from puzzle_helpers import (
     play,
     success_rate,
 )
-from rationale_truth import _moves_to_exit
+from rationale_truth import moves_to_exit
 
 from vlm_envs.checker import check_env
 from vlm_envs.envs.rush_hour.actions import parse_moves
@@ -32,7 +32,7 @@ def test_the_recorded_optimum_is_an_independent_bfs_and_within_the_preset(diffic
     within = 0
     for seed in range(8):
         _, info = env.reset(seed=seed)
-        assert info["optimal_moves"] == _moves_to_exit(board_rows(info["board"]), 6)
+        assert info["optimal_moves"] == moves_to_exit(board_rows(info["board"]), 6)
         assert 1 <= info["optimal_moves"] <= high
         within += info["optimal_moves"] >= low  # shallower only when the search budget ran out
     assert within >= 6
