@@ -178,8 +178,8 @@ def test_check_prints_what_passed(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["check", "sokoban", "--config", "grid_size=[6,6]"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert out == [
-        "sokoban: passed 10 checks: types, determinism, unseeded resets, hostile replies, step after the "
-        "end, malformed replies end, oracle, close, snapshot, rebuild"
+        "sokoban: passed 11 checks: types, determinism, unseeded resets, hostile replies, step after the "
+        "end, malformed replies end, oracle, close, snapshot, state signals, rebuild"
     ]
 
 
