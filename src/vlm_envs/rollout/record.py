@@ -10,21 +10,23 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from vlm_envs.rollout.trajectory import Trajectory, TurnRecord
+from vlm_envs.rollout.trajectory import STANDING_FIELDS, Trajectory, TurnRecord
 from vlm_envs.rollout.turns import TurnSample
 
 #: Where the hooks put :func:`episode_record` (slime: ``sample.metadata``; verl: ``extra_fields``).
 RECORD_KEY = "vlm_envs"
 
 
-_STANDING_KEYS = ("state_key", "distance_to_goal", "next_distance_to_goal", "action_optimal")
+_STANDING_KEYS = (*STANDING_FIELDS, "action_optimal")
 
 
 def turn_standing(turn: TurnRecord) -> dict[str, Any]:
     """Where ``turn``'s reply stood (:mod:`vlm_envs.state_signals`): the state's key and distance to the
     goal before it, the distance after it, and whether it lowered the distance by one."""
-    values = (turn.state_key, turn.distance_to_goal, turn.next_distance_to_goal, turn.action_optimal)
-    return dict(zip(_STANDING_KEYS, values, strict=True))
+    return {
+        **{field: getattr(turn, field) for field in STANDING_FIELDS},
+        "action_optimal": turn.action_optimal,
+    }
 
 
 def turn_record(record: dict[str, Any], turn: TurnSample) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from vlm_envs.rollout.chat_messages import is_image_part
 from vlm_envs.rollout.codec import ChatCodec, Encoded, ProcessedImage
 from vlm_envs.rollout.history import History
 from vlm_envs.rollout.segment import Segment
-from vlm_envs.rollout.trajectory import Kept, Trajectory, TurnRecord
+from vlm_envs.rollout.trajectory import STANDING_FIELDS, Kept, Trajectory, TurnRecord
 from vlm_envs.snapshot import canonical_json, check_plain, digest_of
 from vlm_envs.state_signals import UNREACHABLE
 
@@ -52,7 +52,7 @@ _KEYS = frozenset(
 )
 _TURN_KEYS = frozenset(
     {"generated", "observation_tokens", "finish_reason", "reward", "done", "metrics", "timings", "message"}
-    | {"state_key", "distance_to_goal", "next_distance_to_goal"}
+    | set(STANDING_FIELDS)
 )
 #: How a finished turn's generation may have ended (an aborted one is the cut turn).
 _FINISHED = frozenset({"stop", "length"})
@@ -125,9 +125,7 @@ def resume_state(traj: Trajectory, snapshot: dict[str, Any]) -> dict[str, Any]:
                 "metrics": _finite(t.metrics),
                 "timings": _finite(t.timings),
                 "message": _plain_message(message),
-                "state_key": t.state_key,
-                "distance_to_goal": t.distance_to_goal,
-                "next_distance_to_goal": t.next_distance_to_goal,
+                **{field: getattr(t, field) for field in STANDING_FIELDS},
             }
             for t, message in zip(finished, observations, strict=True)
         ],
@@ -187,9 +185,7 @@ def rebuild(request: ResumeRequest, codec: ChatCodec) -> Rebuilt:
             observation_tokens=o,
             timings=dict(entry["timings"]),
             reply=reply,
-            state_key=entry["state_key"],
-            distance_to_goal=entry["distance_to_goal"],
-            next_distance_to_goal=entry["next_distance_to_goal"],
+            **{field: entry[field] for field in STANDING_FIELDS},
         )
         records.append(record)
     if cut is not None:  # the cut turn: its partial reply, which the loop continues

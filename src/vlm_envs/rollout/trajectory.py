@@ -36,6 +36,10 @@ class Status(str, enum.Enum):
     FAILED = "failed"  # the env, the engine or the codec failed; see ``error``
 
 
+#: The :class:`TurnRecord` fields that say where a turn stood (``action_optimal`` is derived from them).
+STANDING_FIELDS = ("state_key", "distance_to_goal", "next_distance_to_goal")
+
+
 @dataclasses.dataclass
 class TurnRecord:
     """What happened in one turn."""
